@@ -1,0 +1,155 @@
+"""Built-in policies: floors (noop, random, claim_success), your own function, the pack's oracle."""
+
+from __future__ import annotations
+
+import inspect
+import string
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..components import EpisodeState, Turn
+from ..errors import AgentsynthError
+from ..importing import import_file, import_object
+from ..records import Action, Answer, ToolCall
+
+if TYPE_CHECKING:
+    from ..spec import Pack, Task
+
+
+class NoopPolicy:
+    """Answers immediately and changes nothing: every outcome-checked task should fail."""
+
+    def __init__(self, answer: str = "") -> None:
+        self.answer = answer
+
+    def act(self, state: EpisodeState) -> Action:
+        return Answer(self.answer)
+
+
+class ClaimSuccessPolicy:
+    """Says it succeeded without acting: catches checkers that trust the agent's words."""
+
+    def __init__(self, answer: str = "Done. I have completed the task successfully.") -> None:
+        self.answer = answer
+
+    def act(self, state: EpisodeState) -> Action:
+        return Answer(self.answer)
+
+
+class RandomPolicy:
+    """Makes ``calls`` random tool calls with schema-valid arguments, then answers."""
+
+    def __init__(self, calls: int = 3) -> None:
+        self.calls = calls
+        self.made = 0
+
+    def act(self, state: EpisodeState) -> Action:
+        if self.made >= self.calls or not state.tools:
+            return Answer("done")
+        self.made += 1
+        tool = state.rng.choice(state.tools)
+        return ToolCall(tool.name, random_value(tool.parameters, state.rng), id=f"call_{self.made}")
+
+
+def random_value(schema: dict[str, Any], rng: Any, depth: int = 0) -> Any:
+    """A random value valid against a (simple) JSON Schema."""
+    if "enum" in schema:
+        return rng.choice(schema["enum"])
+    kind = schema.get("type", "string")
+    if isinstance(kind, list):
+        kind = rng.choice([k for k in kind if k != "null"] or ["null"])
+    if kind == "object":
+        props = schema.get("properties", {})
+        required = set(schema.get("required", props))
+        return {k: random_value(v, rng, depth + 1) for k, v in props.items() if k in required or rng.random() < 0.5}
+    if kind == "array":
+        return [random_value(schema.get("items", {}), rng, depth + 1) for _ in range(rng.randint(0, 2 if depth < 3 else 0))]
+    if kind == "integer":
+        return rng.randint(int(schema.get("minimum", 0)), int(schema.get("maximum", 100)))
+    if kind == "number":
+        return round(rng.uniform(float(schema.get("minimum", 0)), float(schema.get("maximum", 100))), 2)
+    if kind == "boolean":
+        return rng.random() < 0.5
+    if kind == "null":
+        return None
+    return "".join(rng.choice(string.ascii_lowercase) for _ in range(rng.randint(1, 8)))
+
+
+class CallablePolicy:
+    """Your own agent: ``function: 'module:act'`` or ``'agent.py:act'`` (sync or async).
+
+    A function is called with the EpisodeState each turn. A class is instantiated
+    once per episode (with ``params``) and its ``act(state)`` is called.
+    """
+
+    def __init__(self, function: str, params: dict[str, Any] | None = None, base_dir: Path | None = None) -> None:
+        target = import_object(function, base_dir=base_dir)
+        if inspect.isclass(target):
+            target = target(**(params or {}))
+            if not callable(getattr(target, "act", None)):
+                raise AgentsynthError(f"{function!r}: class has no act(state) method")
+            self.act = target.act  # type: ignore[method-assign]
+        elif callable(target):
+            self.act = target if not params else (lambda state: target(state, **params))  # type: ignore[method-assign]
+        else:
+            raise AgentsynthError(f"{function!r}: not callable")
+
+    def act(self, state: EpisodeState) -> Any:  # replaced per instance
+        raise NotImplementedError
+
+
+class OraclePolicy:
+    """Replays the pack's oracle: ``oracle.py`` defines ``solve(task)`` returning the actions that
+    solve it (ToolCall / Answer objects, or dicts ``{"tool": name, "arguments": {...}}`` /
+    ``{"answer": text}``), or a dict ``ORACLE = {task_id: [actions]}``.
+    """
+
+    def __init__(self, task: Task, pack: Pack, file: str | None = None, base_dir: Path | None = None) -> None:
+        path = Path(file) if file else pack.oracle_path
+        if path is None:
+            raise AgentsynthError(f"pack {pack.id!r} has no oracle (add oracle.py or 'oracle:' to the pack)")
+        if not path.is_absolute():
+            path = (base_dir or pack.base_dir) / path
+        module = import_file(path)
+        solve = getattr(module, "solve", None)
+        table = getattr(module, "ORACLE", None)
+        if callable(solve):
+            script = solve(task)
+        elif isinstance(table, dict):
+            if task.id not in table:
+                raise AgentsynthError(f"{path}: ORACLE has no entry for task {task.id!r}")
+            script = table[task.id]
+        else:
+            raise AgentsynthError(f"{path}: define solve(task) or ORACLE = {{task_id: [actions]}}")
+        self.actions = [to_action(a, f"{path}: task {task.id!r}: action {i}") for i, a in enumerate(script or [])]
+        if not self.actions or not isinstance(self.actions[-1], Answer):
+            self.actions.append(Answer(""))
+        self.position = 0
+
+    def act(self, state: EpisodeState) -> Turn:
+        action = self.actions[min(self.position, len(self.actions) - 1)]
+        self.position += 1
+        if isinstance(action, ToolCall) and not action.id:
+            action = ToolCall(action.name, action.arguments, id=f"call_{self.position}")
+        return Turn([action])
+
+
+def to_action(value: Any, where: str = "action") -> Action:
+    """A ToolCall/Answer from an object or a plain dict (``tool``+``arguments`` or ``answer``)."""
+    if isinstance(value, (ToolCall, Answer)):
+        return value
+    if isinstance(value, dict):
+        if "answer" in value:
+            return Answer(str(value["answer"]))
+        name = value.get("tool", value.get("name"))
+        if isinstance(name, str):
+            args = value.get("arguments", value.get("args", {}))
+            if not isinstance(args, dict):
+                raise AgentsynthError(f"{where}: 'arguments' must be a mapping")
+            return ToolCall(name, args, id=str(value.get("id", "")))
+    raise AgentsynthError(f"{where}: expected a ToolCall, an Answer, or a dict with 'tool'/'answer', got {value!r}")
+
+
+def to_actions(values: Iterable[Any]) -> list[Action]:
+    return [to_action(v, f"action {i}") for i, v in enumerate(values)]

@@ -1,0 +1,1 @@
+"""Built-in CLI commands, one module each, imported only when invoked."""

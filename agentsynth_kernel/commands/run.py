@@ -1,0 +1,35 @@
+"""``agentsynth run spec.yaml``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+
+@click.command()
+@click.argument("spec_file", metavar="SPEC", type=click.Path(path_type=Path))
+@click.option("--run-dir", type=click.Path(path_type=Path), help="Where results are stored; an existing one is resumed.")
+@click.option("--no-store", is_flag=True, help="Keep results in memory only (no run directory).")
+@click.option("--json", "json_path", metavar="PATH", help="Write a machine-readable report ('-' for stdout).")
+@click.option("--concurrency", type=click.IntRange(min=1), help="Override the spec's concurrency.")
+@click.option("--trials", type=click.IntRange(min=1), help="Override the spec's trials.")
+@click.option("--seed", type=int, help="Override the spec's seed.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar and no table.")
+@click.pass_context
+def run(ctx: click.Context, spec_file: Path, run_dir: Path | None, no_store: bool, json_path: str | None,
+        concurrency: int | None, trials: int | None, seed: int | None, quiet: bool) -> None:
+    """Run SPEC: every selected task x trial, checked on the world's end state."""
+    from ..spec import load_run_spec
+    from ._runner import default_run_dir, execute_with_progress, report
+
+    overrides = {k: v for k, v in (("concurrency", concurrency), ("trials", trials), ("seed", seed)) if v is not None}
+    spec, pack = load_run_spec(spec_file, overrides=overrides)
+    if no_store:
+        run_dir = None
+    elif run_dir is None:
+        run_dir = Path(spec.run_dir) if spec.run_dir else default_run_dir(spec, pack)
+    result = execute_with_progress(spec, pack, run_dir=run_dir, quiet=quiet or json_path == "-")
+    report(result, json_path=json_path, quiet=quiet)
+    if result.stopped:
+        ctx.exit(3)

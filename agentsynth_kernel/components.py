@@ -1,0 +1,178 @@
+"""The component Protocols every plugin implements, and the sync-to-async adapter.
+
+The engine only ever ``await``s these methods. A plugin may implement any of
+them as plain ``def``: :func:`call` runs a sync method inline on the event loop
+(keep it quick, or make it ``async``) and awaits an async one.
+"""
+
+from __future__ import annotations
+
+import inspect
+import random
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+import attrs
+
+from .records import (
+    Action,
+    Answer,
+    EpisodeResult,
+    Observation,
+    ToolCall,
+    ToolSpec,
+    Trajectory,
+    Usage,
+    Verdict,
+)
+
+if TYPE_CHECKING:
+    from .spec import Task
+
+
+async def call(method: Any, /, *args: Any, **kwargs: Any) -> Any:
+    """Call a component method that may be sync or async, and return its result."""
+    result = method(*args, **kwargs)
+    if inspect.isawaitable(result):
+        result = await result
+    return result
+
+
+async def maybe_close(component: Any) -> None:
+    """Call ``close()`` (sync or async) if the component has one."""
+    close = getattr(component, "close", None)
+    if close is not None:
+        await call(close)
+
+
+@attrs.define
+class Turn:
+    """What a policy returns when it has more to say than its actions.
+
+    ``actions`` are executed in order (several tool calls = parallel calls of one
+    turn); ``usage`` is what producing them cost; ``thought`` is stored with the
+    first step.
+    """
+
+    actions: list[Action]
+    usage: Usage | None = None
+    thought: str = ""
+
+
+@attrs.define
+class EpisodeState:
+    """What a policy sees when it is asked to act.
+
+    ``trajectory`` holds every step so far (with observations), ``observation``
+    the latest one. ``rng`` is seeded per episode, so random policies are
+    reproducible.
+    """
+
+    task: Task
+    tools: list[ToolSpec]
+    trajectory: Trajectory
+    observation: Observation
+    seed: int
+    rng: random.Random
+    steps_left: int
+
+    @property
+    def instruction(self) -> str:
+        return self.task.instruction
+
+
+@runtime_checkable
+class Environment(Protocol):
+    """A seeded world the agent acts in. One instance serves one episode.
+
+    The factory is called with the ``environment:`` parameters of the pack or
+    task (and ``base_dir`` if it accepts it, to resolve relative paths).
+    """
+
+    def reset(self, seed: int) -> Observation:
+        """Build a fresh, isolated world; return what the agent sees first."""
+        ...
+
+    def tools(self) -> Sequence[ToolSpec]:
+        """The tools the agent may call, with JSON-Schema parameters."""
+        ...
+
+    def step(self, call: ToolCall) -> Observation:
+        """Run one tool call. A failing tool returns ``Observation(error=True)``, never raises."""
+        ...
+
+    def close(self) -> None:
+        """Release the world (files, processes, connections)."""
+        ...
+
+
+@runtime_checkable
+class Checker(Protocol):
+    """Decides pass/fail from the world's end state (``env`` is still open)."""
+
+    def check(self, env: Environment, trajectory: Trajectory) -> Verdict: ...
+
+
+@runtime_checkable
+class Policy(Protocol):
+    """The agent. One instance serves one episode, so it may keep state.
+
+    ``act`` returns an Action, a list of Actions (parallel tool calls), or a Turn.
+    """
+
+    def act(self, state: EpisodeState) -> Action | list[Action] | Turn: ...
+
+
+@attrs.define
+class JudgeResult:
+    """A judge's score in [0, 1], per-dimension scores and a rationale."""
+
+    score: float
+    dimensions: dict[str, float] = attrs.field(factory=dict)
+    rationale: str = ""
+    passed: bool | None = None
+    usage: Usage | None = None
+
+
+@runtime_checkable
+class Judge(Protocol):
+    """Scores a trajectory on a rubric (the verdicts are given for context)."""
+
+    def score(self, trajectory: Trajectory, verdicts: list[Verdict]) -> JudgeResult: ...
+
+
+@runtime_checkable
+class Generator(Protocol):
+    """Synthesises new tasks and/or trajectories."""
+
+    def generate(self) -> AsyncIterator[Any] | Iterator[Any]: ...
+
+
+@runtime_checkable
+class Exporter(Protocol):
+    """Streams episode results to a sink in constant memory; returns the number written."""
+
+    def export(self, results: Iterable[EpisodeResult], path: Path) -> int: ...
+
+
+@runtime_checkable
+class Importer(Protocol):
+    """Reads foreign traces (chat logs, OTel spans ...) as Trajectories, streaming."""
+
+    def read(self, path: Path) -> Iterator[Trajectory]: ...
+
+
+def normalize_actions(result: Action | list[Action] | Turn | None) -> Turn:
+    """Turn whatever a policy returned into a Turn; ``None`` means "no more to do"."""
+    if result is None:
+        return Turn([Answer("")])
+    if isinstance(result, Turn):
+        return result
+    if isinstance(result, (ToolCall, Answer)):
+        return Turn([result])
+    if isinstance(result, list) and all(isinstance(a, (ToolCall, Answer)) for a in result):
+        return Turn(list(result))
+    raise TypeError(
+        f"a policy must return a ToolCall, an Answer, a list of them or a Turn, got {type(result).__name__}"
+    )

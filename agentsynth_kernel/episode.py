@@ -1,0 +1,245 @@
+"""One episode: reset the world -> the policy acts -> the environment steps -> checkers -> verdict.
+
+Every failure is caught here and recorded on the result with who caused it
+(``error_kind``), so one broken episode never stops a run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import queue
+import random
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+
+from .components import EpisodeState, normalize_actions
+from .errors import BudgetExceeded
+from .plugins import PluginHost
+from .records import Answer, EpisodeResult, Observation, Step, Trajectory, Usage, Verdict
+from .spec import ComponentSpec, Pack, Task, build
+
+
+class SyncWorker:
+    """Runs one episode's sync component methods on one daemon thread.
+
+    Sync plugins (sqlite3 connections are bound to their thread) see a single
+    thread for the whole episode, the event loop stays free for other episodes,
+    and a sync call that hangs can be abandoned on timeout without blocking
+    interpreter exit.
+    """
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+
+    def _run(self) -> None:
+        while True:
+            job = self._jobs.get()
+            if job is None:
+                return
+            fn, args, future, loop = job
+            try:
+                result = fn(*args)
+            except BaseException as exc:  # handed to the awaiting coroutine
+                loop.call_soon_threadsafe(_settle, future, None, exc)
+            else:
+                loop.call_soon_threadsafe(_settle, future, result, None)
+
+    async def call(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """Await ``fn(*args)``: coroutine functions directly, plain functions on the worker thread."""
+        if inspect.iscoroutinefunction(fn):
+            return await fn(*args)
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="agentsynth-episode", daemon=True)
+            self._thread.start()
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+        self._jobs.put((fn, args, future, loop))
+        result = await future
+        if inspect.isawaitable(result):  # a sync method that returned a coroutine
+            result = await result
+        return result
+
+    def stop(self) -> None:
+        if self._thread is not None:
+            self._jobs.put(None)
+
+
+def _settle(future: asyncio.Future[Any], result: Any, exc: BaseException | None) -> None:
+    if future.cancelled():
+        return
+    if exc is not None:
+        future.set_exception(exc)
+    else:
+        future.set_result(result)
+
+
+@attrs.define
+class EpisodeConfig:
+    """The run-level settings an episode needs."""
+
+    policy: ComponentSpec
+    max_steps: int = 30
+    timeout: float = 300.0
+    judge: ComponentSpec | None = None
+
+
+class StageError(Exception):
+    """An exception raised by a component, tagged with who raised it."""
+
+    def __init__(self, kind: str, exc: BaseException):
+        super().__init__(f"{type(exc).__name__}: {exc}")
+        self.kind = kind
+        self.original = exc
+
+
+class Episode:
+    """State of one running episode. Kept outside the coroutine so a timeout still
+    yields the partial trajectory."""
+
+    def __init__(self, host: PluginHost, pack: Pack, task: Task, trial: int, seed: int, config: EpisodeConfig):
+        self.host, self.pack, self.task, self.trial, self.seed, self.config = host, pack, task, trial, seed, config
+        self.trajectory = Trajectory(task.id, task.instruction, system_prompt=pack.system_prompt)
+        self.usage = Usage()
+        self.verdicts: list[Verdict] = []
+        self.scores: dict[str, float] = {}
+        self.worker = SyncWorker()
+        self.env: Any = None
+
+    async def _stage(self, kind: str, fn: Callable[..., Any], *args: Any) -> Any:
+        try:
+            return await self.worker.call(fn, *args)
+        except (asyncio.CancelledError, BudgetExceeded):
+            raise
+        except Exception as exc:
+            raise StageError(kind, exc) from exc
+
+    def _build(self, kind: str, cspec: ComponentSpec) -> Any:
+        try:
+            return build(kind, cspec, host=self.host, base_dir=self.pack.base_dir, task=self.task, pack=self.pack)
+        except Exception as exc:
+            raise StageError(kind, exc) from exc
+
+    async def play(self) -> str:
+        """Run the episode to its verdict; returns ``passed`` or ``failed``. Raises StageError."""
+        task, traj = self.task, self.trajectory
+        self.env = env = self._build("environment", self.pack.task_environment(task))
+        first = await self._stage("environment", env.reset, self.seed)
+        if not isinstance(first, Observation):
+            first = Observation(str(first or ""))
+        tools = list(await self._stage("environment", env.tools))
+        traj.tools = tools
+        traj.initial_observation = first.content
+        tool_names = {t.name for t in tools}
+        policy = self._build("policy", self.config.policy)
+        max_steps = task.max_steps or self.config.max_steps
+        state = EpisodeState(task, tools, traj, first, self.seed, random.Random(self.seed), max_steps)
+        turn_index, done = 0, False
+        while not done:
+            if len(traj.steps) >= max_steps:
+                traj.metadata["stopped"] = "max_steps"
+                break
+            state.steps_left = max_steps - len(traj.steps)
+            turn = normalize_actions(await self._stage("policy", policy.act, state))
+            if turn.usage is not None:
+                self.usage = self.usage + turn.usage
+            for i, action in enumerate(turn.actions):
+                started = time.perf_counter()
+                thought = turn.thought if i == 0 else ""
+                usage = turn.usage if i == 0 else None
+                if isinstance(action, Answer):
+                    traj.steps.append(Step(action, None, turn_index, 0.0, thought, usage))
+                    done = True
+                    break
+                invalid = action.name not in tool_names
+                if invalid:
+                    obs = Observation(
+                        f"error: unknown tool {action.name!r}; available tools: {', '.join(sorted(tool_names))}",
+                        error=True,
+                    )
+                else:
+                    obs = await self._stage("environment", env.step, action)
+                    if not isinstance(obs, Observation):
+                        obs = Observation(str(obs))
+                traj.steps.append(
+                    Step(action, obs, turn_index, time.perf_counter() - started, thought, usage, invalid)
+                )
+                state.observation = obs
+                if obs.done:
+                    done = True
+                    break
+                if len(traj.steps) >= max_steps:
+                    break
+            turn_index += 1
+        return await self.check()
+
+    async def check(self) -> str:
+        checks = self.pack.task_checkers(self.task)
+        if not checks:
+            raise StageError("checker", ValueError(f"task {self.task.id!r} has no checkers"))
+        for cspec in checks:
+            checker = self._build("checker", cspec)
+            verdict = await self._stage("checker", checker.check, self.env, self.trajectory)
+            if not isinstance(verdict, Verdict):
+                raise StageError("checker", TypeError(f"checker {cspec.type!r} returned {type(verdict).__name__}, not a Verdict"))
+            self.verdicts.append(verdict)
+        if self.config.judge is not None:
+            judge = self._build("judge", self.config.judge)
+            result = await self._stage("judge", judge.score, self.trajectory, self.verdicts)
+            self.scores["judge"] = float(result.score)
+            self.scores.update({f"judge.{k}": float(v) for k, v in (result.dimensions or {}).items()})
+        return "passed" if all(v.passed for v in self.verdicts) else "failed"
+
+    async def close(self) -> None:
+        try:
+            if self.env is not None and getattr(self.env, "close", None) is not None:
+                await asyncio.wait_for(self._stage("environment", self.env.close), timeout=30)
+        except Exception as exc:  # a failing close is recorded but does not change the verdict
+            self.trajectory.metadata["close_error"] = f"{type(exc).__name__}: {exc}"
+        finally:
+            self.worker.stop()
+
+    def result(self, status: str, *, error: str = "", error_kind: str = "", duration: float = 0.0) -> EpisodeResult:
+        return EpisodeResult(
+            task_id=self.task.id, trial=self.trial, seed=self.seed, status=status, trajectory=self.trajectory,
+            verdicts=self.verdicts, error=error, error_kind=error_kind, duration_s=duration, usage=self.usage,
+            scores=self.scores, split=self.task.split, tier=self.task.tier,
+        )
+
+
+def _short_traceback(exc: BaseException, limit: int = 4) -> str:
+    frames = traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-limit)
+    return "".join(frames[-(limit * 2 + 1):]).strip()
+
+
+async def run_episode(
+    host: PluginHost, pack: Pack, task: Task, trial: int, seed: int, config: EpisodeConfig
+) -> EpisodeResult:
+    """Play one episode and always return a result (never raises, except on cancellation)."""
+    episode = Episode(host, pack, task, trial, seed, config)
+    started = time.perf_counter()
+    status, error, kind = "failed", "", ""
+    try:
+        status = await asyncio.wait_for(episode.play(), timeout=config.timeout)
+        kind = "" if status == "passed" else "agent"
+    except TimeoutError:
+        status, kind, error = "error", "timeout", f"episode exceeded its timeout of {config.timeout:g}s"
+    except BudgetExceeded as exc:
+        status, kind, error = "error", "budget", str(exc)
+    except StageError as exc:
+        status, kind = "error", exc.kind
+        if isinstance(exc.original, BudgetExceeded):
+            kind = "budget"
+        elif getattr(exc.original, "agentsynth_error_kind", None):
+            kind = exc.original.agentsynth_error_kind  # e.g. "provider" from the LLM client
+        error = f"{kind} error: {exc}"
+        episode.trajectory.metadata["traceback"] = _short_traceback(exc.original)
+    finally:
+        await episode.close()
+    return episode.result(status, error=error, error_kind=kind, duration=time.perf_counter() - started)

@@ -1,0 +1,222 @@
+"""The plugin contract of agentsynth. Every hook a plugin can implement is here.
+
+A plugin is a module (or object) with functions marked ``@hookimpl``, exposed
+through the entry-point group ``agentsynth``::
+
+    # pyproject.toml
+    [project.entry-points.agentsynth]
+    sql = "agentsynth_sql.plugin"
+
+    # agentsynth_sql/plugin.py
+    from agentsynth_kernel import hookimpl
+
+    @hookimpl
+    def register_environments(register):
+        register("sql", SqlEnvironment, description="A seeded SQLite world")
+
+Capability hooks follow one pattern: the kernel calls ``register_<kind>s`` with
+a ``register`` callback and the plugin calls it once per component. The name
+is what run specs use as ``type:``. ``register`` validates what it is given,
+refuses a name another plugin already took (the error names both), and
+records which plugin registered what (``agentsynth plugins`` shows it).
+
+The signature of every ``register`` callback is::
+
+    register(name: str, factory: Callable[..., Component], /, *,
+             description: str = "", spec_cls: type | None = None) -> None
+
+``factory(**params)`` builds one component from the parameters given in YAML
+(everything beside ``type:``). If ``spec_cls`` (an attrs class) is given, the
+parameters are first structured into it with path-qualified errors and the
+factory is called as ``factory(spec)``; otherwise unknown parameters are
+detected from the factory's signature. A factory that takes ``base_dir``
+receives the directory of the file that declared it, to resolve relative paths.
+
+Hooks are called synchronously at load time unless their docstring says
+otherwise. A hook that raises is reported against its plugin and skipped; the
+other plugins keep working.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+if TYPE_CHECKING:
+    import click
+
+    from .records import EpisodeResult
+    from .engine import RunInfo
+
+hookspec = pluggy.HookspecMarker("agentsynth")
+hookimpl = pluggy.HookimplMarker("agentsynth")
+
+
+# --- capabilities ---------------------------------------------------------------------------------
+
+
+@hookspec
+def register_environments(register: Any) -> None:
+    """Register :class:`~agentsynth_kernel.components.Environment` factories.
+
+    Returns nothing; call ``register(name, factory, ...)`` once per environment.
+
+    Example::
+
+        @hookimpl
+        def register_environments(register):
+            register("sql", SqlEnvironment, description="SQLite world with sql_query/sql_execute")
+    """
+
+
+@hookspec
+def register_checkers(register: Any) -> None:
+    """Register :class:`~agentsynth_kernel.components.Checker` factories.
+
+    Example::
+
+        @hookimpl
+        def register_checkers(register):
+            register("sql", SqlChecker, description="Compare a query's result with an expected value")
+    """
+
+
+@hookspec
+def register_policies(register: Any) -> None:
+    """Register :class:`~agentsynth_kernel.components.Policy` factories (agents).
+
+    A policy factory is called once per episode. If it accepts ``task`` or
+    ``pack`` keyword arguments it receives the current Task / Pack (the
+    ``oracle`` policy uses this to find the pack's oracle).
+
+    Example::
+
+        @hookimpl
+        def register_policies(register):
+            register("always-refuse", lambda: RefusePolicy())
+    """
+
+
+@hookspec
+def register_judges(register: Any) -> None:
+    """Register :class:`~agentsynth_kernel.components.Judge` factories.
+
+    Example::
+
+        @hookimpl
+        def register_judges(register):
+            register("heuristic", HeuristicJudge, description="Deterministic rubric judge")
+    """
+
+
+@hookspec
+def register_generators(register: Any) -> None:
+    """Register :class:`~agentsynth_kernel.components.Generator` factories.
+
+    Example::
+
+        @hookimpl
+        def register_generators(register):
+            register("back_translation", BackTranslation)
+    """
+
+
+@hookspec
+def register_exporters(register: Any) -> None:
+    """Register :class:`~agentsynth_kernel.components.Exporter` factories (training-data formats).
+
+    Example::
+
+        @hookimpl
+        def register_exporters(register):
+            register("sharegpt", ShareGptExporter)
+    """
+
+
+@hookspec
+def register_importers(register: Any) -> None:
+    """Register :class:`~agentsynth_kernel.components.Importer` factories (foreign trace formats).
+
+    Example::
+
+        @hookimpl
+        def register_importers(register):
+            register("openai", OpenAIChatImporter)
+    """
+
+
+@hookspec
+def register_packs(register: Any) -> None:
+    """Register scenario packs a plugin ships, by name.
+
+    ``register(name, path, /, *, description="")`` where ``path`` is a pack
+    directory (with ``pack.yaml``) or a single pack YAML file. Users then write
+    ``pack: NAME`` in a spec or ``agentsynth bench --pack NAME``.
+
+    Example::
+
+        @hookimpl
+        def register_packs(register):
+            register("core", Path(__file__).parent / "packs" / "core")
+    """
+
+
+@hookspec
+def register_commands(cli: click.Group) -> None:
+    """Add subcommands to the ``agentsynth`` command line.
+
+    Called lazily, only when a command that is not built in is invoked (so
+    ``agentsynth --help`` stays fast and imports no plugin).
+
+    Example::
+
+        @hookimpl
+        def register_commands(cli):
+            @cli.group()
+            def mcp():
+                "Work with MCP servers."
+    """
+
+
+# --- run lifecycle observers -----------------------------------------------------------------------
+# Called by the engine on the event loop thread. Keep them quick; they must not raise
+# (an observer that raises is logged against its plugin and the run goes on).
+
+
+@hookspec
+def run_started(run: RunInfo) -> None:
+    """A run is about to execute its episodes. ``run`` carries the spec, run id and directory.
+
+    Example::
+
+        @hookimpl
+        def run_started(run):
+            print(f"run {run.run_id}: {run.total} episodes")
+    """
+
+
+@hookspec
+def episode_finished(run: RunInfo, result: EpisodeResult) -> None:
+    """One episode ended (passed, failed or error), after it was stored.
+
+    Example::
+
+        @hookimpl
+        def episode_finished(run, result):
+            if result.status == "error":
+                alert(result.task_id, result.error)
+    """
+
+
+@hookspec
+def run_finished(run: RunInfo, results: list[EpisodeResult]) -> None:
+    """A run ended (completed or stopped). Plugins release shared resources here
+    (e.g. a browser reused across episodes).
+
+    Example::
+
+        @hookimpl
+        def run_finished(run, results):
+            shutdown_shared_browser()
+    """

@@ -1,0 +1,481 @@
+"""Run specs and scenario packs: YAML -> attrs classes through one strict cattrs converter.
+
+Every problem is reported as ``file: path.inside: what was expected``; unknown
+keys are errors with a did-you-mean; ``type:`` names are checked against the
+registry (and a component's own parameters against its factory or spec_cls).
+No traceback reaches the user for bad input: everything raises SpecError.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import re
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+import cattrs
+import yaml
+from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError, IterableValidationError
+from cattrs.v import format_exception, transform_error
+
+from .errors import SpecError, did_you_mean
+from .plugins import PluginHost, Registration, get_host
+
+SPLITS = ("train", "test")
+_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
+
+
+class InvalidValue(ValueError):
+    """A value error whose message is shown to the user as is."""
+
+
+# --- schema ---------------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class ComponentSpec:
+    """``{type: NAME, ...params}`` in YAML (or just ``NAME``): which component, built with what."""
+
+    type: str
+    params: dict[str, Any] = attrs.field(factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.type, **self.params}
+
+
+@attrs.frozen
+class Task:
+    """One task of a pack: an instruction for the agent and checkers on the world's end state."""
+
+    id: str
+    instruction: str
+    checkers: list[ComponentSpec] = attrs.field(factory=list)
+    split: str = "test"
+    tier: str = ""
+    environment: dict[str, Any] = attrs.field(factory=dict)
+    max_steps: int | None = None
+    metadata: dict[str, Any] = attrs.field(factory=dict)
+
+
+@attrs.frozen
+class Pack:
+    """A scenario pack: one environment, its tasks, and optionally an oracle.
+
+    ``environment`` params are shared by all tasks; a task's ``environment:``
+    mapping is merged over them. ``checkers`` here apply to every task.
+    """
+
+    id: str
+    tasks: list[Task]
+    environment: ComponentSpec | None = None
+    description: str = ""
+    version: str = "1"
+    oracle: str | None = None
+    system_prompt: str = ""
+    checkers: list[ComponentSpec] = attrs.field(factory=list)
+    metadata: dict[str, Any] = attrs.field(factory=dict)
+    # set by the loader, not from YAML
+    base_dir: Path = attrs.field(default=Path("."), init=False)
+    source: str = attrs.field(default="", init=False)
+    content_hash: str = attrs.field(default="", init=False)
+
+    def task_environment(self, task: Task) -> ComponentSpec:
+        """The pack's environment with the task's overrides merged in."""
+        base = self.environment or ComponentSpec("", {})
+        merged = {**base.params, **task.environment}
+        env_type = merged.pop("type", base.type)
+        return ComponentSpec(env_type, merged)
+
+    def task_checkers(self, task: Task) -> list[ComponentSpec]:
+        return [*self.checkers, *task.checkers]
+
+    @property
+    def oracle_path(self) -> Path | None:
+        if self.oracle:
+            return self.base_dir / self.oracle
+        default = self.base_dir / "oracle.py"
+        return default if default.is_file() and self.source.endswith("pack.yaml") else None
+
+
+@attrs.frozen
+class Budget:
+    """A hard cap on what the run may spend; ``None`` = no cap."""
+
+    usd: float | None = None
+    tokens: int | None = None
+
+
+@attrs.frozen
+class RunSpec:
+    """What ``agentsynth run spec.yaml`` executes.
+
+    Either ``pack`` (a registered name or a path) or inline ``tasks`` with an
+    ``environment``. Each selected task runs ``trials`` times.
+    """
+
+    policy: ComponentSpec
+    pack: str | None = None
+    tasks: list[Task] | None = None
+    environment: ComponentSpec | None = None
+    oracle: str | None = None
+    name: str = ""
+    split: str = "all"
+    only: list[str] = attrs.field(factory=list)
+    trials: int = 1
+    seed: int = 0
+    concurrency: int = 4
+    timeout: float = 300.0
+    max_steps: int = 30
+    judge: ComponentSpec | None = None
+    export: list[ComponentSpec] = attrs.field(factory=list)
+    budget: Budget = attrs.field(factory=Budget)
+    run_dir: str | None = None
+
+
+# --- converter -------------------------------------------------------------------------------------
+
+
+def _strict(kind: type, label: str) -> Callable[[Any, type], Any]:
+    def hook(value: Any, _: type) -> Any:
+        # bool is an int in Python, but `trials: yes` is a mistake, not 1.
+        if isinstance(value, bool) and kind is not bool:
+            raise InvalidValue(f"expected {label}, got a boolean")
+        if kind is float and isinstance(value, int):
+            return float(value)
+        if not isinstance(value, kind):
+            raise InvalidValue(f"expected {label}, got {_describe(value)}")
+        return value
+
+    return hook
+
+
+def _describe(value: Any) -> str:
+    if value is None:
+        return "nothing (null)"
+    if isinstance(value, Mapping):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    return f"{type(value).__name__} {value!r}"
+
+
+def _structure_component(value: Any, _: type) -> ComponentSpec:
+    if isinstance(value, str):
+        return ComponentSpec(value, {})
+    if not isinstance(value, Mapping):
+        raise InvalidValue(f"expected a mapping with a 'type:' key (or a type name), got {_describe(value)}")
+    if "type" not in value:
+        raise InvalidValue("missing required key 'type'")
+    kind = value["type"]
+    if not isinstance(kind, str) or not kind:
+        raise InvalidValue(f"'type' must be a name, got {_describe(kind)}")
+    params = {str(k): v for k, v in value.items() if k != "type"}
+    return ComponentSpec(kind, params)
+
+
+def _structure_tier(value: Any, _: type) -> str:
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise InvalidValue(f"expected a name or number, got {_describe(value)}")
+    return str(value)
+
+
+def _make_converter() -> cattrs.Converter:
+    conv = cattrs.Converter(forbid_extra_keys=True)
+    conv.register_structure_hook(str, _strict(str, "a string"))
+    conv.register_structure_hook(int, _strict(int, "an integer"))
+    conv.register_structure_hook(float, _strict(float, "a number"))
+    conv.register_structure_hook(bool, _strict(bool, "true or false"))
+    conv.register_structure_hook(ComponentSpec, _structure_component)
+    conv.register_structure_hook(Path, lambda v, _: Path(_strict(str, "a path")(v, str)))
+    mapping_hook = _strict(dict, "a mapping")
+    conv.register_structure_hook_func(lambda t: t == dict[str, Any], mapping_hook)
+    return conv
+
+
+converter = _make_converter()
+# `tier: 1` and `tier: easy` are both fine.
+converter.register_structure_hook(
+    Task,
+    cattrs.gen.make_dict_structure_fn(
+        Task, converter, _cattrs_forbid_extra_keys=True, tier=cattrs.gen.override(struct_hook=_structure_tier)
+    ),
+)
+
+
+def _format(exc: BaseException, type_: type | None) -> str:
+    if isinstance(exc, InvalidValue):
+        return str(exc)
+    if isinstance(exc, KeyError):
+        return "missing required key"
+    if isinstance(exc, ForbiddenExtraKeysError):
+        names = [f.name for f in attrs.fields(exc.cl)] if attrs.has(exc.cl) else []
+        return "; ".join(f"unknown key {k!r}{did_you_mean(k, names)}" for k in sorted(exc.extra_fields))
+    if isinstance(exc, AttributeError) and str(exc).endswith("has no attribute 'items'"):
+        return "expected a mapping"
+    return format_exception(exc, type_)
+
+
+def _paths(messages: list[str], prefix: str = "") -> list[str]:
+    """``msg @ $.a[0].b`` -> ``a[0].b: msg`` (prefixed), the shape every agentsynth error has."""
+    out = []
+    for message in messages:
+        text, _, where = message.rpartition(" @ ")
+        if not _:
+            text, where = message, "$"
+        where = where.removeprefix("$").removeprefix(".")
+        if prefix:
+            where = f"{prefix}.{where}" if where and not where.startswith("[") else f"{prefix}{where}"
+        # a missing key is reported at the key's own path
+        out.append(f"{where}: {text}" if where else text)
+    return out
+
+
+def structure(data: Any, cls: type, *, source: str, prefix: str = "") -> Any:
+    """Structure ``data`` into ``cls`` or raise SpecError with one path-qualified line per problem."""
+    try:
+        return converter.structure(data, cls)
+    except (ClassValidationError, IterableValidationError) as exc:
+        raise SpecError(source, _paths(transform_error(exc, format_exception=_format), prefix)) from None
+    except InvalidValue as exc:
+        raise SpecError(source, [f"{prefix}: {exc}" if prefix else str(exc)]) from None
+
+
+# --- loading ---------------------------------------------------------------------------------------
+
+
+def read_yaml(path: Path) -> Any:
+    """Parse a YAML file; a missing file or a syntax error is a SpecError with line and column."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SpecError(str(path), ["file not found"]) from None
+    except IsADirectoryError:
+        raise SpecError(str(path), ["is a directory, expected a YAML file"]) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SpecError(str(path), [f"cannot read: {exc}"]) from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise SpecError(str(path), [f"{where}invalid YAML: {problem}"]) from None
+
+
+def _top_mapping(data: Any, source: str, what: str) -> Mapping[str, Any]:
+    if not isinstance(data, Mapping):
+        raise SpecError(source, [f"expected a mapping at the top level ({what}), got {_describe(data)}"])
+    return data
+
+
+def content_hash(path: Path) -> str:
+    """sha256 over a pack's files (names and bytes), so results can name exactly what they ran."""
+    digest = hashlib.sha256()
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    for file in files:
+        if "__pycache__" in file.parts or file.suffix in (".pyc", ".db-wal", ".db-shm"):
+            continue
+        digest.update(str(file.relative_to(path.parent if path.is_file() else path)).encode())
+        digest.update(b"\0")
+        digest.update(file.read_bytes())
+    return "sha256:" + digest.hexdigest()
+
+
+def load_pack(ref: str | Path, *, host: PluginHost | None = None, validate: bool = True) -> Pack:
+    """Load a pack by registered name or by path (a directory with pack.yaml, or a YAML file)."""
+    host = host or get_host()
+    path = Path(ref)
+    if not path.exists():
+        if isinstance(ref, str) and ref in host.registry["pack"]:
+            path = host.registry["pack"][ref].factory
+        else:
+            known = host.names("pack")
+            raise SpecError(
+                str(ref), [f"no such pack: not a file or directory, nor a registered pack{did_you_mean(str(ref), known)}"]
+            )
+    file = path / "pack.yaml" if path.is_dir() else path
+    if path.is_dir() and not file.is_file():
+        raise SpecError(str(path), ["pack directory has no pack.yaml"])
+    source = str(file)
+    data = dict(_top_mapping(read_yaml(file), source, "a pack"))
+    data.setdefault("id", file.parent.name if file.name == "pack.yaml" else file.stem)
+    pack = structure(data, Pack, source=source)
+    object.__setattr__(pack, "base_dir", file.parent.resolve())
+    object.__setattr__(pack, "source", source)
+    object.__setattr__(pack, "content_hash", content_hash(file.parent if file.name == "pack.yaml" else file))
+    if validate:
+        problems = check_pack(pack, host)
+        if problems:
+            raise SpecError(source, problems)
+    return pack
+
+
+def check_pack(pack: Pack, host: PluginHost, prefix: str = "") -> list[str]:
+    """Semantic checks the schema cannot express: ids, splits, and every ``type:`` name."""
+    problems: list[str] = []
+    seen: dict[str, int] = {}
+    if pack.environment is not None:
+        problems += check_component("environment", pack.environment, f"{prefix}environment", host)
+    for i, cspec in enumerate(pack.checkers):
+        problems += check_component("checker", cspec, f"{prefix}checkers[{i}]", host)
+    if not pack.tasks:
+        problems.append(f"{prefix}tasks: a pack needs at least one task")
+    for i, task in enumerate(pack.tasks):
+        where = f"{prefix}tasks[{i}]"
+        if not _ID_RE.match(task.id):
+            problems.append(f"{where}.id: {task.id!r} is not a valid id (letters, digits, '_', '-', '.')")
+        if task.id in seen:
+            problems.append(f"{where}.id: duplicate task id {task.id!r} (also tasks[{seen[task.id]}])")
+        seen.setdefault(task.id, i)
+        if task.split not in SPLITS:
+            problems.append(f"{where}.split: expected one of {', '.join(SPLITS)}, got {task.split!r}")
+        env = pack.task_environment(task)
+        if not env.type:
+            problems.append(f"{where}.environment: no environment type (set 'environment: {{type: ...}}' on the pack)")
+        elif task.environment:
+            problems += check_component("environment", env, f"{where}.environment", host)
+        for j, cspec in enumerate(task.checkers):
+            problems += check_component("checker", cspec, f"{where}.checkers[{j}]", host)
+    if pack.oracle and not (pack.base_dir / pack.oracle).is_file():
+        problems.append(f"{prefix}oracle: file not found: {pack.base_dir / pack.oracle}")
+    return problems
+
+
+CONTEXT_PARAMS = ("base_dir", "task", "pack")
+
+
+def check_component(kind: str, cspec: ComponentSpec, where: str, host: PluginHost) -> list[str]:
+    """Check that ``type:`` is registered and the parameters fit its factory."""
+    try:
+        reg = host.get(kind, cspec.type)
+    except KeyError as exc:
+        return [f"{where}.type: {exc.args[0]}"]
+    if reg.spec_cls is not None:
+        try:
+            structure(cspec.params, reg.spec_cls, source="", prefix=where)
+        except SpecError as exc:
+            return [m.removeprefix(": ") for m in exc.messages]
+        return []
+    return _check_signature(reg, cspec, where)
+
+
+def _check_signature(reg: Registration, cspec: ComponentSpec, where: str) -> list[str]:
+    try:
+        sig = inspect.signature(reg.factory)
+    except (TypeError, ValueError):
+        return []
+    params = {n: p for n, p in sig.parameters.items() if n not in CONTEXT_PARAMS}
+    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    named = [
+        n for n, p in params.items()
+        if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    ]
+    problems = []
+    if not takes_any:
+        for key in cspec.params:
+            if key not in named:
+                problems.append(f"{where}.{key}: unknown key for {reg.kind} {reg.name!r}{did_you_mean(key, named)}")
+    for name in named:
+        if params[name].default is inspect.Parameter.empty and name not in cspec.params:
+            problems.append(f"{where}.{name}: missing required key for {reg.kind} {reg.name!r}")
+    return problems
+
+
+def build(kind: str, cspec: ComponentSpec, *, host: PluginHost | None = None, **context: Any) -> Any:
+    """Build a component from its spec. Context values (``base_dir``, ``task``, ``pack``) are
+    passed only to factories that declare them. The object is stamped with what built it, so a
+    run can be rebuilt from its records (``__agentsynth_info__``)."""
+    host = host or get_host()
+    reg = host.get(kind, cspec.type)
+    if reg.spec_cls is not None:
+        args: tuple[Any, ...] = (structure(cspec.params, reg.spec_cls, source=f"{kind} {cspec.type!r}"),)
+        kwargs: dict[str, Any] = {}
+    else:
+        args, kwargs = (), dict(cspec.params)
+    try:
+        sig = inspect.signature(reg.factory)
+        accepted = set(sig.parameters)
+    except (TypeError, ValueError):
+        accepted = set()
+    for key, value in context.items():
+        if key in accepted and value is not None:
+            kwargs[key] = value
+    component = reg.factory(*args, **kwargs)
+    try:
+        component.__agentsynth_info__ = {"plugin": reg.plugin, "kind": kind, "name": reg.name, "params": cspec.params}
+    except (AttributeError, TypeError):  # slotted or builtin objects cannot be stamped
+        pass
+    return component
+
+
+def load_run_spec(path: str | Path, *, host: PluginHost | None = None, overrides: Mapping[str, Any] | None = None) -> tuple[RunSpec, Pack]:
+    """Load ``spec.yaml`` and the pack it names (or its inline tasks); validate everything."""
+    host = host or get_host()
+    path = Path(path)
+    source = str(path)
+    data = dict(_top_mapping(read_yaml(path), source, "a run spec"))
+    data.update(overrides or {})
+    spec = structure(data, RunSpec, source=source)
+    return spec, resolve_pack(spec, base_dir=path.parent, source=source, host=host)
+
+
+def resolve_pack(spec: RunSpec, *, base_dir: Path, source: str, host: PluginHost) -> Pack:
+    """The pack a run spec selects, with every component name checked."""
+    problems: list[str] = []
+    if (spec.pack is None) == (spec.tasks is None):
+        raise SpecError(source, ["pack: give either 'pack:' (a name or path) or inline 'tasks:', not both or neither"])
+    if spec.pack is not None:
+        ref: str | Path = spec.pack
+        if (base_dir / spec.pack).exists():
+            ref = base_dir / spec.pack
+        pack = load_pack(ref, host=host)
+        if spec.environment is not None:
+            problems.append("environment: set in the pack; 'environment:' here is only for inline tasks")
+    else:
+        pack = Pack(id=spec.name or Path(source).stem, tasks=list(spec.tasks or []),
+                    environment=spec.environment, oracle=spec.oracle)
+        object.__setattr__(pack, "base_dir", base_dir.resolve())
+        object.__setattr__(pack, "source", source)
+        object.__setattr__(pack, "content_hash", content_hash(Path(source)))
+        problems += check_pack(pack, host)
+    problems += check_component("policy", spec.policy, "policy", host)
+    if spec.judge is not None:
+        problems += check_component("judge", spec.judge, "judge", host)
+    for i, exp in enumerate(spec.export):
+        problems += check_component("exporter", exp, f"export[{i}]", host)
+    if spec.split not in (*SPLITS, "all"):
+        problems.append(f"split: expected one of train, test, all, got {spec.split!r}")
+    for key, value, low in (("trials", spec.trials, 1), ("concurrency", spec.concurrency, 1), ("max_steps", spec.max_steps, 1)):
+        if value < low:
+            problems.append(f"{key}: must be at least {low}, got {value}")
+    if spec.timeout <= 0:
+        problems.append(f"timeout: must be positive, got {spec.timeout}")
+    ids = {t.id for t in pack.tasks}
+    for i, task_id in enumerate(spec.only):
+        if task_id not in ids:
+            problems.append(f"only[{i}]: no task {task_id!r} in pack {pack.id!r}{did_you_mean(task_id, ids)}")
+    if problems:
+        raise SpecError(source, problems)
+    return pack
+
+
+def select_tasks(spec: RunSpec, pack: Pack) -> list[Task]:
+    """The tasks a run executes: the split, then the ``only`` list, in pack order."""
+    tasks = [t for t in pack.tasks if spec.split == "all" or t.split == spec.split]
+    if spec.only:
+        wanted = set(spec.only)
+        tasks = [t for t in tasks if t.id in wanted]
+    return tasks
+
+
+def unstructure(obj: Any) -> Any:
+    """A spec object as plain data (for the run store and reports)."""
+    if isinstance(obj, ComponentSpec):
+        return obj.to_dict()
+    return converter.unstructure(obj)
+
+
+converter.register_unstructure_hook(ComponentSpec, lambda c: c.to_dict())

@@ -1,0 +1,64 @@
+"""Sessions: tests (kernel, each plugin in its own venv, all together), lint, bench.
+
+Plugins are found by globbing plugins/*/pyproject.toml: adding a plugin adds its
+test session, with no list to maintain. Each plugin's venv holds only the
+kernel and that plugin, so an undeclared import of another plugin fails.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import nox
+
+ROOT = Path(__file__).parent
+PLUGINS = sorted(p.parent.name for p in ROOT.glob("plugins/*/pyproject.toml") if not p.parent.name.startswith("_"))
+
+nox.options.default_venv_backend = "uv|virtualenv"
+nox.options.sessions = ["lint", "tests"]
+nox.options.reuse_existing_virtualenvs = True
+
+TEST_ENV = {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "PYTHONDONTWRITEBYTECODE": "1"}
+
+
+@nox.session(tags=["tests"])
+def tests(session: nox.Session) -> None:
+    """The kernel's tests, with a test plugin installed through a real entry point."""
+    session.install("-e", ".[test,litellm]", "-e", "tests/testworld")
+    session.run("pytest", "tests", *session.posargs, env=TEST_ENV)
+
+
+@nox.session(tags=["tests"])
+@nox.parametrize("plugin", PLUGINS, ids=PLUGINS)
+def plugin(session: nox.Session, plugin: str) -> None:
+    """One plugin's tests in a venv with only the kernel and that plugin."""
+    session.install("-e", ".[test]", "-e", f"plugins/{plugin}[test]")
+    session.run("pytest", f"plugins/{plugin}/tests", *session.posargs, env=TEST_ENV)
+
+
+@nox.session(tags=["tests"])
+def together(session: nox.Session) -> None:
+    """Every plugin installed at once: catches hook and name conflicts between plugins."""
+    session.install("-e", ".[test,litellm]", *[a for p in PLUGINS for a in ("-e", f"plugins/{p}[test]")])
+    session.run("agentsynth", "plugins", env=TEST_ENV)
+    session.run("pytest", "tests/integration", *session.posargs, env=TEST_ENV)
+
+
+@nox.session(tags=["lint"])
+def lint(session: nox.Session) -> None:
+    session.install("ruff")
+    session.run("ruff", "check", "agentsynth_kernel", "plugins", "tests", "benchmarks", "noxfile.py")
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """Performance scripts; each writes benchmarks/results/<name>.json."""
+    session.install("-e", ".[test,litellm]", *[a for p in PLUGINS for a in ("-e", f"plugins/{p}")])
+    scripts = session.posargs or sorted(str(p) for p in (ROOT / "benchmarks").glob("bench_*.py"))
+    for script in scripts:
+        session.run("python", script, env={**TEST_ENV, "AGENTSYNTH_BENCH_OUT": str(ROOT / "benchmarks" / "results")})
+
+
+if os.environ.get("CI"):
+    nox.options.reuse_existing_virtualenvs = False
