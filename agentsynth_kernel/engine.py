@@ -34,7 +34,12 @@ def derive_seed(base: int, task_id: str, trial: int) -> int:
 
 @attrs.define
 class RunInfo:
-    """What lifecycle hooks and progress displays know about a run."""
+    """What lifecycle hooks, progress displays and components know about a run.
+
+    Component factories that take a ``run`` parameter receive it; ``services``
+    holds run-scoped shared objects (e.g. the LLM client that enforces the
+    run's budget), created on first use by whoever needs them.
+    """
 
     run_id: str
     spec: RunSpec
@@ -42,6 +47,7 @@ class RunInfo:
     run_dir: Path | None
     total: int
     started_at: float = attrs.field(factory=time.time)
+    services: dict[str, Any] = attrs.field(factory=dict)
 
 
 @attrs.define
@@ -118,7 +124,7 @@ async def execute(
                 task, trial, seed = queue.get_nowait()
             except asyncio.QueueEmpty:
                 return
-            result = await run_episode(host, pack, task, trial, seed, config)
+            result = await run_episode(host, pack, task, trial, seed, config, info)
             result.provenance = provenance
             if result.error_kind == "budget":
                 # Not stored: a resume with a larger budget runs this episode again.

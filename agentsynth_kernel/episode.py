@@ -103,8 +103,10 @@ class Episode:
     """State of one running episode. Kept outside the coroutine so a timeout still
     yields the partial trajectory."""
 
-    def __init__(self, host: PluginHost, pack: Pack, task: Task, trial: int, seed: int, config: EpisodeConfig):
+    def __init__(self, host: PluginHost, pack: Pack, task: Task, trial: int, seed: int, config: EpisodeConfig,
+                 run: Any = None):
         self.host, self.pack, self.task, self.trial, self.seed, self.config = host, pack, task, trial, seed, config
+        self.run = run
         self.trajectory = Trajectory(task.id, task.instruction, system_prompt=pack.system_prompt)
         self.usage = Usage()
         self.verdicts: list[Verdict] = []
@@ -122,7 +124,8 @@ class Episode:
 
     def _build(self, kind: str, cspec: ComponentSpec) -> Any:
         try:
-            return build(kind, cspec, host=self.host, base_dir=self.pack.base_dir, task=self.task, pack=self.pack)
+            return build(kind, cspec, host=self.host, base_dir=self.pack.base_dir, task=self.task, pack=self.pack,
+                         run=self.run)
         except Exception as exc:
             raise StageError(kind, exc) from exc
 
@@ -219,10 +222,14 @@ def _short_traceback(exc: BaseException, limit: int = 4) -> str:
 
 
 async def run_episode(
-    host: PluginHost, pack: Pack, task: Task, trial: int, seed: int, config: EpisodeConfig
+    host: PluginHost, pack: Pack, task: Task, trial: int, seed: int, config: EpisodeConfig, run: Any = None
 ) -> EpisodeResult:
-    """Play one episode and always return a result (never raises, except on cancellation)."""
-    episode = Episode(host, pack, task, trial, seed, config)
+    """Play one episode and always return a result (never raises, except on cancellation).
+
+    ``run`` (the RunInfo) is handed to component factories that accept a ``run``
+    parameter, for run-scoped services such as the LLM client and its budget.
+    """
+    episode = Episode(host, pack, task, trial, seed, config, run)
     started = time.perf_counter()
     status, error, kind = "failed", "", ""
     try:

@@ -344,7 +344,7 @@ def check_pack(pack: Pack, host: PluginHost, prefix: str = "") -> list[str]:
     return problems
 
 
-CONTEXT_PARAMS = ("base_dir", "task", "pack")
+CONTEXT_PARAMS = ("base_dir", "task", "pack", "run")
 
 
 def check_component(kind: str, cspec: ComponentSpec, where: str, host: PluginHost) -> list[str]:
@@ -385,7 +385,7 @@ def _check_signature(reg: Registration, cspec: ComponentSpec, where: str) -> lis
 
 
 def build(kind: str, cspec: ComponentSpec, *, host: PluginHost | None = None, **context: Any) -> Any:
-    """Build a component from its spec. Context values (``base_dir``, ``task``, ``pack``) are
+    """Build a component from its spec. Context values (``base_dir``, ``task``, ``pack``, ``run``) are
     passed only to factories that declare them. The object is stamped with what built it, so a
     run can be rebuilt from its records (``__agentsynth_info__``)."""
     host = host or get_host()
