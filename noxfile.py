@@ -16,7 +16,6 @@ ROOT = Path(__file__).parent
 PLUGINS = sorted(p.parent.name for p in ROOT.glob("plugins/*/pyproject.toml") if not p.parent.name.startswith("_"))
 
 nox.options.default_venv_backend = "uv|virtualenv"
-nox.options.sessions = ["lint", "tests"]
 nox.options.reuse_existing_virtualenvs = True
 
 TEST_ENV = {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "PYTHONDONTWRITEBYTECODE": "1"}
@@ -26,7 +25,7 @@ TEST_ENV = {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "PYTHONDONTWRITEBYTECODE": "
 def tests(session: nox.Session) -> None:
     """The kernel's tests, with a test plugin installed through a real entry point."""
     session.install("-e", ".[test,litellm]", "-e", "tests/testworld")
-    session.run("pytest", "tests", *session.posargs, env=TEST_ENV)
+    session.run("pytest", "tests", "--ignore=tests/integration", *_junit("kernel"), *session.posargs, env=TEST_ENV)
 
 
 @nox.session(tags=["tests"])
@@ -34,7 +33,7 @@ def tests(session: nox.Session) -> None:
 def plugin(session: nox.Session, plugin: str) -> None:
     """One plugin's tests in a venv with only the kernel and that plugin."""
     session.install("-e", ".[test]", "-e", f"plugins/{plugin}[test]")
-    session.run("pytest", f"plugins/{plugin}/tests", *session.posargs, env=TEST_ENV)
+    session.run("pytest", f"plugins/{plugin}/tests", *_junit(plugin), *session.posargs, env=TEST_ENV)
 
 
 @nox.session(tags=["tests"])
@@ -42,10 +41,15 @@ def together(session: nox.Session) -> None:
     """Every plugin installed at once: catches hook and name conflicts between plugins."""
     session.install("-e", ".[test,litellm]", *[a for p in PLUGINS for a in ("-e", f"plugins/{p}[test]")])
     session.run("agentsynth", "plugins", env=TEST_ENV)
-    session.run("pytest", "tests/integration", *session.posargs, env=TEST_ENV)
+    session.run("pytest", "tests/integration", *_junit("together"), *session.posargs, env=TEST_ENV)
 
 
-@nox.session(tags=["lint"])
+def _junit(name: str) -> list[str]:
+    """CI collects every session's results into one closing line (scripts/junit_totals.py)."""
+    return [f"--junitxml={ROOT / '.ci-results' / (name + '.xml')}"] if os.environ.get("CI") else []
+
+
+@nox.session(tags=["lint", "tests"])
 def lint(session: nox.Session) -> None:
     session.install("ruff")
     session.run("ruff", "check", "agentsynth_kernel", "plugins", "tests", "benchmarks", "noxfile.py")

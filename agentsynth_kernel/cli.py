@@ -8,6 +8,7 @@ time a command that is not built in is asked for.
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any
 
@@ -107,3 +108,9 @@ def main(argv: list[str] | None = None) -> Any:
     except KeyboardInterrupt:
         click.echo("interrupted: finished episodes are stored; resume with the same --run-dir", err=True)
         sys.exit(130)
+    except Exception as exc:  # a bug, not bad input: say so, keep the traceback one switch away
+        if os.environ.get("AGENTSYNTH_DEBUG"):
+            raise
+        click.echo(f"internal error: {type(exc).__name__}: {exc}", err=True)
+        click.echo("this is a bug in agentsynth or a plugin; rerun with AGENTSYNTH_DEBUG=1 for the traceback", err=True)
+        sys.exit(1)

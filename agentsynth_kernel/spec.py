@@ -176,6 +176,12 @@ def _structure_component(value: Any, _: type) -> ComponentSpec:
     return ComponentSpec(kind, params)
 
 
+def _mapping(value: Any) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise InvalidValue(f"expected a mapping, got {_describe(value)}")
+    return value
+
+
 def _structure_tier(value: Any, _: type) -> str:
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         raise InvalidValue(f"expected a name or number, got {_describe(value)}")
@@ -196,13 +202,22 @@ def _make_converter() -> cattrs.Converter:
 
 
 converter = _make_converter()
+
+
+def _strict_attrs(cls: type, **overrides: Any) -> None:
+    """Structure ``cls`` from a mapping only, forbidding unknown keys (with field overrides)."""
+    fn = cattrs.gen.make_dict_structure_fn(cls, converter, _cattrs_forbid_extra_keys=True, **overrides)
+
+    def hook(value: Any, type_: type) -> Any:
+        return fn(_mapping(value), type_)
+
+    converter.register_structure_hook(cls, hook)
+
+
 # `tier: 1` and `tier: easy` are both fine.
-converter.register_structure_hook(
-    Task,
-    cattrs.gen.make_dict_structure_fn(
-        Task, converter, _cattrs_forbid_extra_keys=True, tier=cattrs.gen.override(struct_hook=_structure_tier)
-    ),
-)
+_strict_attrs(Task, tier=cattrs.gen.override(struct_hook=_structure_tier))
+for _cls in (Pack, Budget, RunSpec):
+    _strict_attrs(_cls)
 
 
 def _format(exc: BaseException, type_: type | None) -> str:
@@ -211,8 +226,9 @@ def _format(exc: BaseException, type_: type | None) -> str:
     if isinstance(exc, KeyError):
         return "missing required key"
     if isinstance(exc, ForbiddenExtraKeysError):
-        names = [f.name for f in attrs.fields(exc.cl)] if attrs.has(exc.cl) else []
-        return "; ".join(f"unknown key {k!r}{did_you_mean(k, names)}" for k in sorted(exc.extra_fields))
+        names = [f.name for f in attrs.fields(exc.cl) if f.init] if attrs.has(exc.cl) else []
+        # one "<key>\t<message>" line per key; _paths appends the key to the path
+        return "\n".join(f"{k}\tunknown key{did_you_mean(k, names)}" for k in sorted(exc.extra_fields))
     if isinstance(exc, AttributeError) and str(exc).endswith("has no attribute 'items'"):
         return "expected a mapping"
     return format_exception(exc, type_)
@@ -228,8 +244,10 @@ def _paths(messages: list[str], prefix: str = "") -> list[str]:
         where = where.removeprefix("$").removeprefix(".")
         if prefix:
             where = f"{prefix}.{where}" if where and not where.startswith("[") else f"{prefix}{where}"
-        # a missing key is reported at the key's own path
-        out.append(f"{where}: {text}" if where else text)
+        for line in text.split("\n"):
+            key, tab, rest = line.partition("\t")
+            path, line_text = (f"{where}.{key}" if where else key, rest) if tab else (where, line)
+            out.append(f"{path}: {line_text}" if path else line_text)
     return out
 
 

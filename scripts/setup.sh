@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# One-time set-up of a fresh Debian machine for developing and testing agentsynth:
+# Debian's Chromium (browser plugin tests; Playwright drives it, nothing is downloaded)
+# and the test runner (nox, with uv as its fast venv backend). Every test venv is made by nox.
+set -euo pipefail
+if ! command -v chromium >/dev/null 2>&1; then
+    SUDO=""
+    [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+    $SUDO apt-get update -q
+    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium
+fi
+python3 -m pip install -q --upgrade "nox>=2024.10" "uv>=0.4"
+echo "set-up done: run the tests with: nox -t tests"
