@@ -1,14 +1,20 @@
 """The run engine: every (task, trial) episode of a spec, a bounded number at a time.
 
-``agentsynth run`` and ``agentsynth bench`` both come through :func:`execute`.
+``agentsynth run``, ``resume`` and ``bench`` all come through :func:`execute`.
 Results go to the run store as soon as each episode ends, so a killed run can
-resume: episodes already stored are not run again.
+resume: episodes already stored are not run again, the ones that were in
+flight are run again from scratch. A resume with a different spec is refused
+with a diff (unless forced); a larger ``budget:`` or another ``concurrency:``
+is always accepted. At the end, the spec's ``export:`` entries are written.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
+import os
+import socket
 import time
 import uuid
 from collections.abc import Callable
@@ -18,12 +24,25 @@ from typing import Any
 
 import attrs
 
+from .components import call
 from .episode import EpisodeConfig, run_episode
 from .errors import AgentsynthError
 from .plugins import PluginHost, get_host
 from .records import EpisodeResult
-from .spec import Pack, RunSpec, Task, select_tasks, unstructure
-from .store import RunStore
+from .spec import ComponentSpec, Pack, RunSpec, Task, build, content_hash, select_tasks, unstructure
+from .store import STORE_FILE, RunStore, redact
+
+# Spec keys that may change between sessions of one run without --force: they do not change what an
+# episode does or which episodes exist (a larger budget is how a budget-stopped run continues).
+RESUMABLE_CHANGES = ("budget", "concurrency", "export", "run_dir")
+
+
+class SpecChanged(AgentsynthError):
+    """Resuming a run directory with a spec that differs from the one it was started with."""
+
+
+class RunInUse(AgentsynthError):
+    """Another live process is running this run directory."""
 
 
 def derive_seed(base: int, task_id: str, trial: int) -> int:
@@ -38,7 +57,8 @@ class RunInfo:
 
     Component factories that take a ``run`` parameter receive it; ``services``
     holds run-scoped shared objects (e.g. the LLM client that enforces the
-    run's budget), created on first use by whoever needs them.
+    run's budget), created on first use by whoever needs them. ``restored``
+    counts episodes taken from the store on resume (already part of ``total``).
     """
 
     run_id: str
@@ -48,6 +68,8 @@ class RunInfo:
     total: int
     started_at: float = attrs.field(factory=time.time)
     services: dict[str, Any] = attrs.field(factory=dict)
+    run_hash: str = ""
+    restored: int = 0
 
 
 @attrs.define
@@ -58,6 +80,12 @@ class RunReport:
     results: list[EpisodeResult]
     stopped: str = ""  # why the run ended early ("budget: ..."), empty when complete
     duration_s: float = 0.0
+    exports: list[dict[str, Any]] = attrs.field(factory=list)  # {type, path, count} or {type, path, error}
+    notes: list[str] = attrs.field(factory=list)  # what the user should know (accepted spec changes ...)
+
+    @property
+    def export_failed(self) -> bool:
+        return any("error" in e for e in self.exports)
 
 
 def versions() -> dict[str, str]:
@@ -70,7 +98,204 @@ def versions() -> dict[str, str]:
     return dict(sorted(out.items()))
 
 
+# --- provenance ------------------------------------------------------------------------------------
+
+
+def pack_record(pack: Pack, spec: RunSpec | None = None) -> dict[str, Any]:
+    """What identifies the pack's content: its id, source and hashes (the oracle's too, when it
+    lives outside the pack directory, as with inline tasks). Inline tasks are part of the spec
+    itself, so the hash of the spec file is left out (a new budget must not look like a new pack)."""
+    record = {"id": pack.id, "source": pack.source}
+    if spec is None or spec.tasks is None:
+        record["content_hash"] = pack.content_hash
+    oracle = pack.oracle_path
+    if oracle is not None and oracle.is_file():
+        inside = pack.source.endswith("pack.yaml") and pack.base_dir in oracle.resolve().parents
+        if not inside:  # not covered by the pack's content hash
+            record["oracle_hash"] = content_hash(oracle)
+    return record
+
+
+def spec_record(spec: RunSpec) -> dict[str, Any]:
+    """The spec as plain data with secrets redacted: what the run directory stores."""
+    return redact(unstructure(spec))
+
+
+def run_hash(spec_data: dict[str, Any], pack: dict[str, Any], plan_keys: list[tuple[str, int, int]],
+             vers: dict[str, str]) -> str:
+    """sha256 over what determines the episodes: spec (minus resumable keys), pack hashes, seeds, versions."""
+    material = {
+        "spec": {k: v for k, v in spec_data.items() if k not in RESUMABLE_CHANGES},
+        "pack": {k: v for k, v in pack.items() if k != "source"},
+        "episodes": sorted(plan_keys),
+        "versions": vers,
+    }
+    return "sha256:" + hashlib.sha256(json.dumps(material, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            out.update(_flatten(item, f"{prefix}.{key}" if prefix else str(key)))
+        return out or {prefix: {}}
+    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+        out = {f"{prefix}.length": len(value)} if prefix else {}
+        for i, item in enumerate(value):
+            out.update(_flatten(item, f"{prefix}[{i}]"))
+        return out
+    return {prefix: value}
+
+
+def spec_diff(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """One readable line per changed leaf: ``trials: 2 -> 3``, ``tasks[1].instruction: '...' -> '...'``."""
+    a, b = _flatten(old), _flatten(new)
+    lines = []
+    for key in sorted(set(a) | set(b)):
+        if a.get(key, ...) == b.get(key, ...):
+            continue
+        before = "(absent)" if key not in a else json.dumps(a[key], default=str)
+        after = "(absent)" if key not in b else json.dumps(b[key], default=str)
+        lines.append(f"{key}: {_clip(before)} -> {_clip(after)}")
+    return lines
+
+
+def _clip(text: str, width: int = 70) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def trajectory_bytes(result: EpisodeResult) -> bytes:
+    """A trajectory's canonical bytes: everything except wall-clock step durations (determinism checks)."""
+    from .records import to_builtins
+
+    data = to_builtins(result.trajectory) if result.trajectory is not None else None
+    if data:
+        for step in data.get("steps", []):
+            step.pop("duration_s", None)
+    return json.dumps(data, sort_keys=True).encode()
+
+
+# --- opening a run directory -----------------------------------------------------------------------
+
+
+def open_run_store(run_dir: Path) -> RunStore:
+    """The store of a run directory to write to: new, empty or an existing run; anything else is refused."""
+    run_dir = Path(run_dir)
+    if run_dir.is_dir() and not (run_dir / STORE_FILE).exists():
+        foreign = sorted(p.name for p in run_dir.iterdir())
+        if foreign:
+            shown = ", ".join(foreign[:5]) + (" ..." if len(foreign) > 5 else "")
+            raise AgentsynthError(
+                f"{run_dir}: not an agentsynth run directory (it holds {shown} but no {STORE_FILE});"
+                " choose a new or empty --run-dir"
+            )
+    return RunStore(run_dir)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def session_state(store: RunStore) -> tuple[str, dict[str, Any]]:
+    """``new``, ``running`` (a live process on this host), ``interrupted``, ``stopped`` or ``complete``."""
+    last = store.last_event("run_started", "run_finished")
+    if last is None:
+        return "new", {}
+    kind, data = last
+    if kind == "run_finished":
+        if data.get("interrupted"):
+            return "interrupted", data
+        return ("stopped" if data.get("stopped") else "complete"), data
+    pid = data.get("pid")
+    if data.get("host") == socket.gethostname() and isinstance(pid, int) and pid != os.getpid() and _pid_alive(pid):
+        return "running", data
+    return "interrupted", data
+
+
+def _prepare_store(
+    store: RunStore, spec: RunSpec, pack: Pack, plan_keys: list[tuple[str, int, int]], *, force: bool,
+    spec_file: Path | None, notes: list[str],
+) -> tuple[str, str]:
+    """Check a resumed run against its stored spec, then write this session's meta. Returns (run_id, run_hash)."""
+    new_spec, new_pack, vers = spec_record(spec), pack_record(pack, spec), versions()
+    run_id = store.get_meta("run_id")
+    if run_id is not None:
+        state, data = session_state(store)
+        if state == "running":
+            raise RunInUse(f"{store.run_dir}: this run is being executed by process {data['pid']}; wait for it or stop it")
+        old_spec, old_pack = store.get_meta("spec") or {}, store.get_meta("pack") or {}
+        old_pack = {k: v for k, v in old_pack.items() if k != "source"}
+        strict = spec_diff(
+            {"spec": {k: v for k, v in old_spec.items() if k not in RESUMABLE_CHANGES}, "pack": old_pack},
+            {"spec": {k: v for k, v in new_spec.items() if k not in RESUMABLE_CHANGES},
+             "pack": {k: v for k, v in new_pack.items() if k != "source"}},
+        )
+        if strict and not force:
+            shown = "\n".join(f"  {line}" for line in strict)
+            raise SpecChanged(
+                f"{store.run_dir}: the spec differs from the one this run was started with:\n{shown}\n"
+                "resume with --force to continue anyway (stored episodes are kept), or use a new --run-dir"
+            )
+        if strict:
+            store.event("spec_changed", diff=strict, forced=True)
+            notes.append(f"spec changed ({len(strict)} difference(s)), resumed with --force")
+        relaxed = spec_diff({k: old_spec.get(k) for k in RESUMABLE_CHANGES}, {k: new_spec.get(k) for k in RESUMABLE_CHANGES})
+        if relaxed:
+            store.event("spec_updated", diff=relaxed)
+            notes.append("accepted change: " + "; ".join(relaxed))
+        old_versions = store.get_meta("versions") or {}
+        if old_versions != vers:
+            changed = spec_diff(old_versions, vers)
+            store.event("versions_changed", diff=changed)
+            notes.append("installed versions changed since the last session: " + "; ".join(changed))
+    else:
+        run_id = uuid.uuid4().hex[:12]
+        store.set_meta("run_id", run_id)
+        store.set_meta("created_at", time.time())
+    digest = run_hash(new_spec, new_pack, plan_keys, vers)
+    store.set_meta("spec", new_spec)
+    store.set_meta("pack", new_pack)
+    store.set_meta("versions", vers)
+    store.set_meta("planned", len(plan_keys))
+    store.set_meta("run_hash", digest)
+    if spec_file is not None:
+        store.set_meta("spec_file", str(Path(spec_file).resolve()))
+    return run_id, digest
+
+
+# --- exports ---------------------------------------------------------------------------------------
+
+
+async def run_exports(spec: RunSpec, results: list[EpisodeResult], host: PluginHost) -> list[dict[str, Any]]:
+    """Write every ``export:`` entry; a failing exporter is recorded, never raised."""
+    done = []
+    for i, cspec in enumerate(spec.export):
+        params = dict(cspec.params)
+        path = params.pop("path", None)
+        entry: dict[str, Any] = {"type": cspec.type, "path": str(path or "")}
+        try:
+            if not isinstance(path, str) or not path:
+                raise ValueError(f"export[{i}]: missing 'path' (the file to write)")
+            exporter = build("exporter", ComponentSpec(cspec.type, params), host=host)
+            target = Path(path)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            entry["count"] = await call(exporter.export, results, target)
+        except Exception as exc:  # an exporter bug must not lose the run
+            entry["error"] = f"{type(exc).__name__}: {exc}"
+        done.append(entry)
+    return done
+
+
+# --- the engine ------------------------------------------------------------------------------------
+
 ProgressCallback = Callable[[RunInfo, EpisodeResult, int], None]
+StartCallback = Callable[[RunInfo, Task, int], None]
 
 
 async def execute(
@@ -80,33 +305,46 @@ async def execute(
     host: PluginHost | None = None,
     run_dir: Path | None = None,
     on_result: ProgressCallback | None = None,
+    on_start: StartCallback | None = None,
+    force: bool = False,
+    spec_file: Path | None = None,
 ) -> RunReport:
-    """Run every selected (task, trial) episode with at most ``spec.concurrency`` in flight."""
+    """Run every selected (task, trial) episode with at most ``spec.concurrency`` in flight.
+
+    With ``run_dir``, results are stored as they finish and an existing run there is resumed
+    (refused with :class:`SpecChanged` when the spec differs, unless ``force``).
+    ``on_start(info, task, trial)`` and ``on_result(info, result, done)`` drive progress displays.
+    """
     host = host or get_host()
     started = time.perf_counter()
     tasks = select_tasks(spec, pack)
     if not tasks:
         raise AgentsynthError(f"no tasks selected from pack {pack.id!r} (split={spec.split!r}, only={spec.only})")
     plan = [(task, trial, derive_seed(spec.seed, task.id, trial)) for task in tasks for trial in range(spec.trials)]
-    store = RunStore(run_dir) if run_dir is not None else None
+    plan_keys = [(t.id, trial, seed) for t, trial, seed in plan]
+    notes: list[str] = []
+    store = open_run_store(run_dir) if run_dir is not None else None
     restored: list[EpisodeResult] = []
     if store is not None:
-        run_id = store.get_meta("run_id") or uuid.uuid4().hex[:12]
-        store.set_meta("run_id", run_id)
-        store.set_meta("spec", unstructure(spec))
-        store.set_meta("pack", {"id": pack.id, "source": pack.source, "content_hash": pack.content_hash})
-        store.set_meta("versions", versions())
-        wanted = {(t.id, trial, seed) for t, trial, seed in plan}
-        restored = [r for r in store.results() if r.key in wanted]
+        try:
+            run_id, digest = _prepare_store(store, spec, pack, plan_keys, force=force, spec_file=spec_file, notes=notes)
+            wanted = set(plan_keys)
+            restored = [r for r in store.results() if r.key in wanted]
+        except BaseException:
+            store.close()
+            raise
         done = {r.key for r in restored}
         plan = [p for p in plan if (p[0].id, p[1], p[2]) not in done]
-        store.event("run_started", pending=len(plan), restored=len(restored))
+        store.event("run_started", pid=os.getpid(), host=socket.gethostname(), pending=len(plan),
+                    restored=len(restored), run_hash=digest)
     else:
         run_id = uuid.uuid4().hex[:12]
-    info = RunInfo(run_id, spec, pack, run_dir, total=len(plan) + len(restored))
+        digest = run_hash(spec_record(spec), pack_record(pack, spec), plan_keys, versions())
+    info = RunInfo(run_id, spec, pack, run_dir, total=len(plan) + len(restored), run_hash=digest,
+                   restored=len(restored))
     provenance = {
-        "run_id": run_id, "pack": pack.id, "pack_hash": pack.content_hash,
-        "policy": spec.policy.to_dict(), "versions": versions(),
+        "run_id": run_id, "run_hash": digest, "pack": pack.id, "pack_hash": pack.content_hash,
+        "policy": redact(spec.policy.to_dict()), "versions": versions(),
     }
     config = EpisodeConfig(spec.policy, spec.max_steps, spec.timeout, spec.judge)
     results: list[EpisodeResult] = []
@@ -124,6 +362,8 @@ async def execute(
                 task, trial, seed = queue.get_nowait()
             except asyncio.QueueEmpty:
                 return
+            if on_start is not None:
+                on_start(info, task, trial)
             result = await run_episode(host, pack, task, trial, seed, config, info)
             result.provenance = provenance
             if result.error_kind == "budget":
@@ -131,6 +371,8 @@ async def execute(
                 stop_reason = stop_reason or f"budget: {result.error}"
                 if store is not None:
                     store.event("budget_stop", task_id=task.id, trial=trial, error=result.error)
+                if on_result is not None:
+                    on_result(info, result, len(results) + len(restored))
                 continue
             if store is not None:
                 store.put(result)
@@ -139,15 +381,27 @@ async def execute(
             if on_result is not None:
                 on_result(info, result, len(results) + len(restored))
 
+    finished = False
     try:
         await asyncio.gather(*(worker() for _ in range(min(spec.concurrency, max(1, len(plan))))))
+        finished = True
     finally:
         all_results = sorted(restored + results, key=lambda r: (r.task_id, r.trial))
-        report = RunReport(info, all_results, stop_reason, time.perf_counter() - started)
+        report = RunReport(info, all_results, stop_reason, time.perf_counter() - started, notes=notes)
         if store is not None:
-            store.event("run_finished", stopped=stop_reason, episodes=len(all_results))
-            store.close()
-        host.notify("run_finished", run=info, results=all_results)
+            store.event("run_finished", stopped=stop_reason, episodes=len(all_results),
+                        interrupted=not finished)
+        try:
+            if finished:
+                host.notify("run_finished", run=info, results=all_results)
+                report.exports = await run_exports(spec, all_results, host)
+                if store is not None:
+                    for entry in report.exports:
+                        store.event("export_failed" if "error" in entry else "exported", **entry)
+        finally:
+            if store is not None:
+                store.close()
+    report.duration_s = time.perf_counter() - started
     return report
 
 

@@ -113,8 +113,10 @@ class Episode:
         self.scores: dict[str, float] = {}
         self.worker = SyncWorker()
         self.env: Any = None
+        self.stage = "environment"  # who is running now: names the culprit of a timeout
 
     async def _stage(self, kind: str, fn: Callable[..., Any], *args: Any) -> Any:
+        self.stage = kind
         try:
             return await self.worker.call(fn, *args)
         except (asyncio.CancelledError, BudgetExceeded):
@@ -123,6 +125,7 @@ class Episode:
             raise StageError(kind, exc) from exc
 
     def _build(self, kind: str, cspec: ComponentSpec) -> Any:
+        self.stage = kind
         try:
             return build(kind, cspec, host=self.host, base_dir=self.pack.base_dir, task=self.task, pack=self.pack,
                          run=self.run)
@@ -216,6 +219,22 @@ class Episode:
         )
 
 
+def attribute(stage: str, exc: BaseException) -> str:
+    """Who failed: ``budget`` for a budget stop, the kind an exception declares (``agentsynth_error_kind``,
+    e.g. ``provider`` from the LLM client, also on a wrapped cause), else the stage that raised."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, BudgetExceeded):
+            return "budget"
+        declared = getattr(current, "agentsynth_error_kind", None)
+        if isinstance(declared, str) and declared:
+            return declared
+        current = current.__cause__ or current.__context__
+    return stage
+
+
 def _short_traceback(exc: BaseException, limit: int = 4) -> str:
     frames = traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-limit)
     return "".join(frames[-(limit * 2 + 1):]).strip()
@@ -236,17 +255,66 @@ async def run_episode(
         status = await asyncio.wait_for(episode.play(), timeout=config.timeout)
         kind = "" if status == "passed" else "agent"
     except TimeoutError:
-        status, kind, error = "error", "timeout", f"episode exceeded its timeout of {config.timeout:g}s"
+        status, kind = "error", "timeout"
+        error = f"episode exceeded its timeout of {config.timeout:g}s (while the {episode.stage} was running)"
+        episode.trajectory.metadata["timeout_stage"] = episode.stage
     except BudgetExceeded as exc:
         status, kind, error = "error", "budget", str(exc)
     except StageError as exc:
-        status, kind = "error", exc.kind
-        if isinstance(exc.original, BudgetExceeded):
-            kind = "budget"
-        elif getattr(exc.original, "agentsynth_error_kind", None):
-            kind = exc.original.agentsynth_error_kind  # e.g. "provider" from the LLM client
+        status, kind = "error", attribute(exc.kind, exc.original)
         error = f"{kind} error: {exc}"
         episode.trajectory.metadata["traceback"] = _short_traceback(exc.original)
     finally:
         await episode.close()
     return episode.result(status, error=error, error_kind=kind, duration=time.perf_counter() - started)
+
+
+@attrs.define
+class Replay:
+    """A stored trajectory replayed in a fresh world: the new verdicts, and the steps whose
+    observation came out different (``drift``, indices into the trajectory's steps)."""
+
+    status: str
+    verdicts: list[Verdict] = attrs.field(factory=list)
+    error: str = ""
+    drift: list[int] = attrs.field(factory=list)
+
+
+async def replay_episode(
+    host: PluginHost, pack: Pack, task: Task, seed: int, trajectory: Trajectory, *, timeout: float = 300.0,
+    run: Any = None,
+) -> Replay:
+    """Reset a fresh world with ``seed``, re-send the trajectory's valid tool calls in order, then run
+    the task's checkers on the end state (with the stored trajectory). No policy, no judge."""
+    config = EpisodeConfig(ComponentSpec("noop"), timeout=timeout)
+    episode = Episode(host, pack, task, 0, seed, config, run)
+    episode.trajectory = trajectory
+    drift: list[int] = []
+
+    async def play() -> str:
+        episode.env = env = episode._build("environment", pack.task_environment(task))
+        await episode._stage("environment", env.reset, seed)
+        await episode._stage("environment", env.tools)
+        for index, step in enumerate(trajectory.steps):
+            if isinstance(step.action, Answer) or step.invalid:
+                continue
+            obs = await episode._stage("environment", env.step, step.action)
+            if not isinstance(obs, Observation):
+                obs = Observation(str(obs))
+            before = step.observation or Observation()
+            if (obs.content, obs.error) != (before.content, before.error):
+                drift.append(index)
+        return await episode.check()
+
+    try:
+        status = await asyncio.wait_for(play(), timeout=timeout)
+        error = ""
+    except TimeoutError:
+        status, error = "error", f"replay exceeded {timeout:g}s"
+    except StageError as exc:
+        status, error = "error", f"{attribute(exc.kind, exc.original)} error: {exc}"
+    finally:
+        metadata = dict(trajectory.metadata)
+        await episode.close()
+        trajectory.metadata = metadata  # close() may note a close error; the stored record stays as it was
+    return Replay(status, episode.verdicts, error, drift)

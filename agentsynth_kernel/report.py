@@ -8,8 +8,11 @@ from typing import Any
 from .engine import RunReport
 from .records import SCHEMA_VERSION, EpisodeResult, Usage, to_builtins
 from .stats import pass_at_k, pass_hat_k, wilson_interval
+from .store import redact
 
-INFRA_KINDS = ("environment", "checker", "policy", "provider", "timeout", "budget", "judge")
+# Failures that are not the agent's: they are left out of ``pass_rate_excluding_infra``. A policy that
+# raises is the agent under test failing (its code or its output), so ``policy`` is not among them.
+INFRA_KINDS = ("environment", "checker", "judge", "provider", "timeout", "budget")
 
 
 def _rate(passed: int, n: int) -> dict[str, Any]:
@@ -34,11 +37,39 @@ def task_table(results: list[EpisodeResult], k: int) -> list[dict[str, Any]]:
     return rows
 
 
+def attribution(results: list[EpisodeResult]) -> dict[str, int]:
+    """Who failed, per non-passing episode: ``agent`` (checkers said no) or the error kind."""
+    out: dict[str, int] = defaultdict(int)
+    for r in results:
+        if r.status == "failed":
+            out["agent"] += 1
+        elif r.status == "error":
+            out[r.error_kind or "unknown"] += 1
+    return dict(sorted(out.items()))
+
+
 def summarize(report: RunReport) -> dict[str, Any]:
-    """The machine-readable report: totals, rates with and without infrastructure errors, per task and tier."""
-    results = report.results
-    spec = report.info.spec
-    k = spec.trials
+    """The machine-readable report of a finished (or stopped) run."""
+    info = report.info
+    summary = summarize_results(
+        report.results, run_id=info.run_id, pack={"id": info.pack.id, "content_hash": info.pack.content_hash},
+        policy=redact(info.spec.policy.to_dict()), trials=info.spec.trials, seed=info.spec.seed,
+        planned=info.total, stopped=report.stopped, duration_s=report.duration_s,
+    )
+    summary["run_hash"] = info.run_hash
+    if report.exports:
+        summary["exports"] = report.exports
+    if report.notes:
+        summary["notes"] = report.notes
+    return summary
+
+
+def summarize_results(
+    results: list[EpisodeResult], *, run_id: str, pack: dict[str, Any], policy: dict[str, Any], trials: int,
+    seed: int, planned: int, stopped: str = "", duration_s: float = 0.0,
+) -> dict[str, Any]:
+    """Totals, pass rates with and without infrastructure failures, failures by kind, per task and tier."""
+    k = trials
     counts = {s: sum(r.status == s for r in results) for s in ("passed", "failed", "error")}
     errors_by_kind: dict[str, int] = defaultdict(int)
     for r in results:
@@ -56,17 +87,19 @@ def summarize(report: RunReport) -> dict[str, Any]:
     pass_hat = sum(row[f"pass_hat_{k}"] for row in tasks)
     return {
         "schema_version": SCHEMA_VERSION,
-        "run_id": report.info.run_id,
-        "pack": {"id": report.info.pack.id, "content_hash": report.info.pack.content_hash},
-        "policy": spec.policy.to_dict(),
+        "run_id": run_id,
+        "pack": pack,
+        "policy": policy,
         "trials": k,
-        "seed": spec.seed,
+        "seed": seed,
         "episodes": len(results),
-        "planned": report.info.total,
-        "complete": not report.stopped and len(results) == report.info.total,
-        "stopped": report.stopped,
+        "planned": planned,
+        "complete": not stopped and len(results) == planned,
+        "stopped": stopped,
         "counts": counts,
         "errors_by_kind": dict(errors_by_kind),
+        "failures_by_kind": attribution(results),
+        "infrastructure_failures": infra,
         "pass_rate": _rate(counts["passed"], len(results)),
         "pass_rate_excluding_infra": _rate(counts["passed"], len(results) - infra),
         f"pass_hat_{k}": {"mean": pass_hat / n_tasks if n_tasks else 0.0, **_rate(round(pass_hat), n_tasks)},
@@ -76,7 +109,7 @@ def summarize(report: RunReport) -> dict[str, Any]:
         },
         "tasks": tasks,
         "usage": to_builtins(usage),
-        "duration_s": round(report.duration_s, 3),
+        "duration_s": round(duration_s, 3),
         "results": [
             {
                 "task_id": r.task_id, "trial": r.trial, "seed": r.seed, "status": r.status,
@@ -112,6 +145,7 @@ def render_summary(summary: dict[str, Any]) -> Any:
 
 
 def summary_lines(summary: dict[str, Any]) -> list[str]:
+    """The plain-text lines printed under the table (also used by ``agentsynth status``)."""
     pr = summary["pass_rate"]
     lines = [
         f"pass rate {pr['rate']:.1%} ({pr['passed']}/{pr['n']}), 95% CI [{pr['ci95'][0]:.1%}, {pr['ci95'][1]:.1%}]",
@@ -119,10 +153,26 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
     k = summary["trials"]
     if k > 1:
         lines.append(f"pass^{k} {summary[f'pass_hat_{k}']['mean']:.1%} over {len(summary['tasks'])} tasks")
+    failures = summary.get("failures_by_kind") or {}
+    if failures:
+        kinds = ", ".join(f"{kind}: {n}" for kind, n in failures.items())
+        lines.append(f"failures by kind: {kinds}")
     if summary["errors_by_kind"]:
         ex = summary["pass_rate_excluding_infra"]
-        kinds = ", ".join(f"{k}: {n}" for k, n in sorted(summary["errors_by_kind"].items()))
-        lines.append(f"errors: {kinds}; pass rate without infrastructure errors {ex['rate']:.1%}")
+        lines.append(
+            f"pass rate without infrastructure failures {ex['rate']:.1%} ({ex['passed']}/{ex['n']},"
+            f" {summary.get('infrastructure_failures', 0)} left out)"
+        )
+    cost = (summary.get("usage") or {}).get("cost_usd")
+    if cost:
+        lines.append(f"cost ${cost:.4f}")
+    for note in summary.get("notes", []):
+        lines.append(f"note: {note}")
+    for entry in summary.get("exports", []):
+        if "error" in entry:
+            lines.append(f"export {entry['type']} -> {entry['path']} FAILED: {entry['error']}")
+        else:
+            lines.append(f"exported {entry['count']} record(s) with {entry['type']} -> {entry['path']}")
     if summary["stopped"]:
         lines.append(f"stopped early: {summary['stopped']} (resume with the same --run-dir)")
     return lines

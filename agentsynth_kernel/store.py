@@ -2,17 +2,24 @@
 
 Writing a finished episode is one small transaction, so a killed run loses at
 most the episodes that were in flight; on resume those are run again and the
-finished ones are not.
+finished ones are not. What the store holds:
+
+- ``meta``: the resolved spec (secrets redacted), pack hashes, versions, the run hash, the plan size;
+- ``episodes``: one row per finished episode, the whole EpisodeResult as msgspec JSON;
+- ``events``: an append-only log (sessions started and finished, budget stops, exports, spec changes).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from .errors import AgentsynthError
 from .records import EpisodeResult, from_json, to_json
@@ -35,41 +42,72 @@ CREATE TABLE IF NOT EXISTS events (
 
 
 class RunStore:
-    """Durable record of a run. Safe to reopen; refuses files that are not agentsynth stores."""
+    """Durable record of a run. Safe to reopen; refuses files that are not agentsynth stores.
 
-    def __init__(self, run_dir: Path) -> None:
+    ``create=False`` opens an existing run directory only (``status``, ``inspect``,
+    ``verify``, ``resume``) and says clearly when there is none.
+    """
+
+    def __init__(self, run_dir: Path, *, create: bool = True) -> None:
         self.run_dir = Path(run_dir)
         self.path = self.run_dir / STORE_FILE
         if self.run_dir.exists() and not self.run_dir.is_dir():
             raise AgentsynthError(f"{self.run_dir}: run directory path is a file")
+        if not create and not self.path.is_file():
+            what = "does not exist" if not self.run_dir.exists() else f"has no {STORE_FILE}"
+            raise AgentsynthError(f"{self.run_dir}: not an agentsynth run directory ({what})")
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        existed = self.path.exists()
+        existed = self.path.exists() and self.path.stat().st_size > 0
         try:
-            self.db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            self.db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=10)
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")
             if existed:
                 tables = {r[0] for r in self.db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
                 if "meta" not in tables or "episodes" not in tables:
-                    raise AgentsynthError(f"{self.path}: not an agentsynth run store (tables: {sorted(tables) or 'none'})")
+                    raise AgentsynthError(
+                        f"{self.path}: not an agentsynth run store (tables: {', '.join(sorted(tables)) or 'none'})"
+                    )
                 fmt = self.get_meta("store_format")
                 if fmt is not None and int(fmt) > STORE_FORMAT:
                     raise AgentsynthError(f"{self.path}: store format {fmt} is newer than this agentsynth ({STORE_FORMAT})")
             self.db.executescript(_SCHEMA)
-            if not existed:
+            if self.get_meta("store_format") is None:
                 self.set_meta("store_format", STORE_FORMAT)
         except sqlite3.DatabaseError as exc:
+            self._close_quietly()
             raise AgentsynthError(f"{self.path}: not a readable run store: {exc}") from None
+        except AgentsynthError:
+            self._close_quietly()
+            raise
+
+    def _close_quietly(self) -> None:
+        db = getattr(self, "db", None)
+        if db is not None:
+            db.close()
+
+    # --- meta ------------------------------------------------------------------------------------
 
     def get_meta(self, key: str) -> Any:
         row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        return None if row is None else json.loads(row[0])
+        if row is None:
+            return None
+        try:
+            return json.loads(row[0])
+        except ValueError:
+            raise AgentsynthError(f"{self.path}: meta {key!r} is corrupt (not JSON)") from None
 
     def set_meta(self, key: str, value: Any) -> None:
         self.db.execute(
             "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
             (key, json.dumps(value, sort_keys=True, default=str)),
         )
+
+    def meta(self) -> dict[str, Any]:
+        """Every meta key (for ``status``)."""
+        return {key: self.get_meta(key) for (key,) in self.db.execute("SELECT key FROM meta ORDER BY key")}
+
+    # --- episodes --------------------------------------------------------------------------------
 
     def put(self, result: EpisodeResult) -> None:
         """Store a finished episode (replacing an earlier row with the same key)."""
@@ -82,13 +120,30 @@ class RunStore:
     def done_keys(self) -> set[tuple[str, int, int]]:
         return {(r[0], r[1], r[2]) for r in self.db.execute("SELECT task_id, trial, seed FROM episodes")}
 
-    def results(self) -> Iterator[EpisodeResult]:
-        """Stored episodes in a stable order (task, trial), streaming."""
-        for (blob,) in self.db.execute("SELECT result FROM episodes ORDER BY task_id, trial"):
-            yield from_json(blob, EpisodeResult)
+    def results(self, task_id: str | None = None) -> Iterator[EpisodeResult]:
+        """Stored episodes in a stable order (task, trial), streaming; optionally one task's only."""
+        query = "SELECT task_id, trial, result FROM episodes"
+        args: tuple[Any, ...] = ()
+        if task_id is not None:
+            query, args = query + " WHERE task_id = ?", (task_id,)
+        for tid, trial, blob in self.db.execute(query + " ORDER BY task_id, trial", args):
+            try:
+                yield from_json(blob, EpisodeResult)
+            except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+                raise AgentsynthError(f"{self.path}: episode ({tid!r}, trial {trial}) is corrupt: {exc}") from None
 
     def count(self) -> int:
         return self.db.execute("SELECT count(*) FROM episodes").fetchone()[0]
+
+    def counts(self) -> dict[tuple[str, str], int]:
+        """``(status, error_kind) -> n`` without decoding any episode (cheap, for ``status``)."""
+        rows = self.db.execute("SELECT status, error_kind, count(*) FROM episodes GROUP BY status, error_kind")
+        return {(status, kind): n for status, kind, n in rows}
+
+    def task_ids(self) -> list[str]:
+        return [r[0] for r in self.db.execute("SELECT DISTINCT task_id FROM episodes ORDER BY task_id")]
+
+    # --- events ----------------------------------------------------------------------------------
 
     def event(self, kind: str, **data: Any) -> None:
         self.db.execute(
@@ -98,5 +153,58 @@ class RunStore:
     def events(self) -> list[tuple[float, str, dict[str, Any]]]:
         return [(at, kind, json.loads(data)) for at, kind, data in self.db.execute("SELECT at, kind, data FROM events ORDER BY id")]
 
+    def last_event(self, *kinds: str) -> tuple[str, dict[str, Any]] | None:
+        """The most recent event of one of ``kinds`` (e.g. did the last session finish?)."""
+        marks = ",".join("?" * len(kinds))
+        row = self.db.execute(
+            f"SELECT kind, data FROM events WHERE kind IN ({marks}) ORDER BY id DESC LIMIT 1", kinds
+        ).fetchone()
+        return None if row is None else (row[0], json.loads(row[1]))
+
+    def integrity(self) -> str:
+        """SQLite's own check of the file: ``ok`` or the problems found."""
+        rows = self.db.execute("PRAGMA integrity_check").fetchall()
+        return "; ".join(r[0] for r in rows)
+
     def close(self) -> None:
         self.db.close()
+
+
+# --- secrets ---------------------------------------------------------------------------------------
+
+REDACTED = "<redacted>"
+_SECRET_KEY = re.compile(r"(api_?key|secret|password|passwd|authorization|credential|(^|_)token)$|secret|api_?key",
+                         re.IGNORECASE)
+_SECRET_VALUE = re.compile(
+    r"\bsk-[A-Za-z0-9_\-]{8,}|\bAKIA[0-9A-Z]{16}\b|\bgh[pousr]_[A-Za-z0-9]{20,}|\bBearer\s+[A-Za-z0-9._~+/=\-]+",
+)
+
+
+def is_secret_key(key: str) -> bool:
+    """``api_key``, ``OPENAI_API_KEY``, ``token``, ``access_token``, ``client_secret``, ``password``,
+    ``Authorization`` ... but not ``key``, ``max_tokens`` or ``tokens``."""
+    return bool(_SECRET_KEY.search(key.replace("-", "_")))
+
+
+def redact(value: Any) -> Any:
+    """A copy of plain data with secrets replaced by ``<redacted>``: values of secret-named keys, and
+    anything that looks like an API key (``sk-…``, ``AKIA…``, ``ghp_…``, ``Bearer …``) anywhere."""
+    if isinstance(value, dict):
+        return {
+            k: (REDACTED if isinstance(k, str) and is_secret_key(k) and isinstance(v, str) and v else redact(v))
+            for k, v in value.items()
+        }
+    if isinstance(value, (list, tuple)):
+        return [redact(v) for v in value]
+    if isinstance(value, str):
+        return _SECRET_VALUE.sub(REDACTED, value)
+    return value
+
+
+def has_redacted(value: Any) -> bool:
+    """Whether plain data still carries a ``<redacted>`` placeholder (it cannot be run as is)."""
+    if isinstance(value, dict):
+        return any(has_redacted(v) for v in value.values())
+    if isinstance(value, list):
+        return any(has_redacted(v) for v in value)
+    return isinstance(value, str) and REDACTED in value

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -17,32 +18,85 @@ from ..spec import Pack, RunSpec
 
 
 def default_run_dir(spec: RunSpec, pack: Pack) -> Path:
-    import time
-
     return Path("runs") / f"{time.strftime('%Y%m%d-%H%M%S')}-{pack.id}-{spec.policy.type}"
 
 
-def execute_with_progress(spec: RunSpec, pack: Pack, *, run_dir: Path | None, quiet: bool) -> RunReport:
+def execute_with_progress(spec: RunSpec, pack: Pack, *, run_dir: Path | None, quiet: bool, force: bool = False,
+                          spec_file: Path | None = None) -> RunReport:
     """Run the engine; show a progress bar on a terminal (stderr), stay silent otherwise."""
-    show = not quiet and sys.stderr.isatty()
-    if not show:
-        return asyncio.run(execute(spec, pack, run_dir=run_dir))
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    kwargs: dict[str, Any] = {"run_dir": run_dir, "force": force, "spec_file": spec_file}
+    if quiet or not sys.stderr.isatty():
+        return asyncio.run(execute(spec, pack, **kwargs))
+    progress = RunProgress(pack.id)
+    with progress.live:
+        return asyncio.run(execute(spec, pack, on_start=progress.started, on_result=progress.finished, **kwargs))
 
-    counts = {"passed": 0, "failed": 0, "error": 0}
-    with Progress(
-        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-        TextColumn("{task.fields[tally]}"), TimeRemainingColumn(), console=Console(stderr=True), transient=True,
-    ) as progress:
-        bar = progress.add_task(pack.id, total=None, tally="")
 
-        def on_result(info: RunInfo, result: EpisodeResult, done: int) -> None:
-            counts[result.status] = counts.get(result.status, 0) + 1
-            tally = f"✓{counts['passed']} ✗{counts['failed']} !{counts['error']}"
-            progress.update(bar, total=info.total, completed=done, tally=tally)
+class RunProgress:
+    """A rich progress bar: episodes done / failed / errored / in flight, rate, ETA and cost."""
 
-        return asyncio.run(execute(spec, pack, run_dir=run_dir, on_result=on_result))
+    def __init__(self, title: str) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        self.live = Progress(
+            TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+            TextColumn("{task.fields[tally]}"), TextColumn("{task.fields[rate]}"), TimeRemainingColumn(),
+            TextColumn("{task.fields[cost]}"), console=Console(stderr=True), transient=True,
+        )
+        self.bar = self.live.add_task(title, total=None, tally="", rate="", cost="")
+        self.counts = {"passed": 0, "failed": 0, "error": 0}
+        self.in_flight = 0
+        self.new = 0
+        self.cost = 0.0
+        self.t0 = time.perf_counter()
+
+    def _update(self, info: RunInfo, done: int | None = None) -> None:
+        c = self.counts
+        tally = f"[green]✓{c['passed']}[/] [red]✗{c['failed']}[/] [yellow]!{c['error']}[/] ⟳{self.in_flight}"
+        elapsed = time.perf_counter() - self.t0
+        rate = f"{self.new / elapsed * 60:.1f}/min" if self.new and elapsed > 0 else ""
+        fields: dict[str, Any] = {"total": info.total, "tally": tally, "rate": rate,
+                                  "cost": f"${self.cost:.4f}" if self.cost else ""}
+        if done is not None:
+            fields["completed"] = done
+        self.live.update(self.bar, **fields)
+
+    def started(self, info: RunInfo, task: Any, trial: int) -> None:
+        if not self.new and not self.in_flight:
+            self.live.update(self.bar, completed=info.restored)
+        self.in_flight += 1
+        self._update(info)
+
+    def finished(self, info: RunInfo, result: EpisodeResult, done: int) -> None:
+        self.in_flight = max(0, self.in_flight - 1)
+        self.new += 1
+        self.counts[result.status] = self.counts.get(result.status, 0) + 1
+        self.cost += result.usage.cost_usd or 0.0
+        self._update(info, done)
+
+
+def with_overrides(spec: RunSpec, *, concurrency: int | None = None, budget_usd: float | None = None,
+                   budget_tokens: int | None = None) -> RunSpec:
+    """The spec with command-line overrides of the settings a resume may change."""
+    import attrs
+
+    if concurrency is not None:
+        spec = attrs.evolve(spec, concurrency=concurrency)
+    if budget_usd is not None:
+        spec = attrs.evolve(spec, budget=attrs.evolve(spec.budget, usd=budget_usd))
+    if budget_tokens is not None:
+        spec = attrs.evolve(spec, budget=attrs.evolve(spec.budget, tokens=budget_tokens))
+    return spec
+
+
+def exit_code(run: RunReport) -> int:
+    """0 complete, 3 stopped early (budget; resume to continue), 4 an exporter failed."""
+    if run.stopped:
+        return 3
+    if run.export_failed:
+        return 4
+    return 0
 
 
 def report(run: RunReport, *, json_path: str | None, quiet: bool) -> dict[str, Any]:
@@ -66,4 +120,8 @@ def report(run: RunReport, *, json_path: str | None, quiet: bool) -> dict[str, A
             console.print(line)
         if run.info.run_dir is not None:
             console.print(f"run directory: {run.info.run_dir}")
+    elif run.export_failed:
+        for entry in run.exports:
+            if "error" in entry:
+                click.echo(f"error: export {entry['type']} -> {entry['path']} failed: {entry['error']}", err=True)
     return summary

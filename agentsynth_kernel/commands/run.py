@@ -15,21 +15,32 @@ import click
 @click.option("--concurrency", type=click.IntRange(min=1), help="Override the spec's concurrency.")
 @click.option("--trials", type=click.IntRange(min=1), help="Override the spec's trials.")
 @click.option("--seed", type=int, help="Override the spec's seed.")
+@click.option("--budget-usd", type=click.FloatRange(min=0), help="Override the spec's budget in USD.")
+@click.option("--budget-tokens", type=click.IntRange(min=0), help="Override the spec's budget in tokens.")
+@click.option("--force", is_flag=True, help="Resume an existing run directory even though the spec changed.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar and no table.")
 @click.pass_context
 def run(ctx: click.Context, spec_file: Path, run_dir: Path | None, no_store: bool, json_path: str | None,
-        concurrency: int | None, trials: int | None, seed: int | None, quiet: bool) -> None:
-    """Run SPEC: every selected task x trial, checked on the world's end state."""
-    from ..spec import load_run_spec
-    from ._runner import default_run_dir, execute_with_progress, report
+        concurrency: int | None, trials: int | None, seed: int | None, budget_usd: float | None,
+        budget_tokens: int | None, force: bool, quiet: bool) -> None:
+    """Run SPEC: every selected task x trial, checked on the world's end state.
 
-    overrides = {k: v for k, v in (("concurrency", concurrency), ("trials", trials), ("seed", seed)) if v is not None}
+    Results are stored in the run directory as episodes finish. Running again with the same
+    --run-dir resumes: finished episodes are kept, interrupted ones run again. A changed spec is
+    refused with a diff (unless --force); a new budget or concurrency is always accepted.
+    Exit status: 0 done, 3 stopped early by the budget, 4 an exporter failed.
+    """
+    from ..spec import load_run_spec
+    from ._runner import default_run_dir, execute_with_progress, exit_code, report, with_overrides
+
+    overrides = {k: v for k, v in (("trials", trials), ("seed", seed)) if v is not None}
     spec, pack = load_run_spec(spec_file, overrides=overrides)
+    spec = with_overrides(spec, concurrency=concurrency, budget_usd=budget_usd, budget_tokens=budget_tokens)
     if no_store:
         run_dir = None
     elif run_dir is None:
         run_dir = Path(spec.run_dir) if spec.run_dir else default_run_dir(spec, pack)
-    result = execute_with_progress(spec, pack, run_dir=run_dir, quiet=quiet or json_path == "-")
+    result = execute_with_progress(spec, pack, run_dir=run_dir, quiet=quiet or json_path == "-", force=force,
+                                   spec_file=spec_file)
     report(result, json_path=json_path, quiet=quiet)
-    if result.stopped:
-        ctx.exit(3)
+    ctx.exit(exit_code(result))
