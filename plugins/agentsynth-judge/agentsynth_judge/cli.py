@@ -1,0 +1,137 @@
+"""``agentsynth judge ...``: calibrate a judge on a run, score a run, make preference pairs, check a rubric."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+
+def _judge_from_options(judge: str | None, judge_spec: Path | None, run_spec: dict[str, Any]) -> tuple[Any, str]:
+    """Build the judge named on the command line, or the run's own judge, or ``heuristic``."""
+    from agentsynth_kernel.errors import SpecError
+    from agentsynth_kernel.plugins import get_host
+    from agentsynth_kernel.spec import ComponentSpec, build, check_component, read_yaml, structure
+
+    base_dir = Path.cwd()
+    source = "--judge"
+    if judge_spec is not None:
+        source = str(judge_spec)
+        data = read_yaml(judge_spec)
+        data = data.get("judge", data) if isinstance(data, dict) and "type" not in data else data
+        base_dir = judge_spec.parent.resolve()
+    elif judge is not None:
+        data = judge
+    elif run_spec.get("judge"):
+        data, source = run_spec["judge"], "the run's spec (judge:)"
+    else:
+        data = "heuristic"
+    cspec = structure(data, ComponentSpec, source=source, prefix="judge")
+    problems = check_component("judge", cspec, "judge", get_host())
+    if problems:
+        raise SpecError(source, problems)
+    label = cspec.type + (f" ({cspec.params['model']})" if "model" in cspec.params else "")
+    return build("judge", cspec, base_dir=base_dir), label
+
+
+def _fmt(x: Any) -> str:
+    if x is None:
+        return "n/a"
+    return f"{x:.3f}" if isinstance(x, float) else str(x)
+
+
+@click.group()
+def judge() -> None:
+    """Rubric judges: calibrate against world-state verdicts, make preference pairs, check rubrics."""
+
+
+@judge.command()
+@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.option("--judge", "judge_name", metavar="TYPE", help="Judge to calibrate (default: the run's judge, else heuristic).")
+@click.option("--judge-spec", type=click.Path(path_type=Path), help="YAML file with the judge spec ({type: llm, model: ...}).")
+@click.option("--with-verdicts", is_flag=True, help="Let the judge see the checkers' verdicts (default: blind).")
+@click.option("--stored", is_flag=True, help="Use the judge scores stored in the run instead of re-scoring.")
+@click.option("--threshold", type=click.FloatRange(0, 1), help="Pass threshold on the judge score (default: the judge's).")
+@click.option("--episodes", is_flag=True, help="Include per-episode judgements in the JSON report.")
+@click.option("--json", "json_path", metavar="PATH", help="Write the report as JSON ('-' for stdout).")
+def calibrate(run_dir: Path, judge_name: str | None, judge_spec: Path | None, with_verdicts: bool, stored: bool,
+              threshold: float | None, episodes: bool, json_path: str | None) -> None:
+    """How well a judge's pass/fail agrees with the world-state verdicts of RUN_DIR.
+
+    Reports accuracy, Cohen's kappa, the confusion matrix (judge vs world),
+    precision, recall and the rank AUC of the judge's scores.
+    """
+    from .calibrate import calibrate_results, read_run
+
+    results, run_spec = read_run(run_dir)
+    judge_obj, label = (None, "stored") if stored else _judge_from_options(judge_name, judge_spec, run_spec)
+    report = asyncio.run(calibrate_results(results, judge_obj, judge_name=label, with_verdicts=with_verdicts,
+                                           stored=stored, threshold=threshold))
+    data = report.to_dict(episodes=episodes)
+    data["run_dir"] = str(run_dir)
+    data["blind"] = not (with_verdicts or stored)
+    if json_path:
+        text = json.dumps(data, indent=2)
+        if json_path == "-":
+            click.echo(text)
+            return
+        Path(json_path).parent.mkdir(parents=True, exist_ok=True)
+        Path(json_path).write_text(text + "\n", encoding="utf-8")
+    c = report.confusion
+    click.echo(f"judge {label} on {run_dir}: {c.n} episodes"
+               + (f" ({report.skipped} skipped: errors or no trajectory)" if report.skipped else "")
+               + ("" if data["blind"] else " [judge saw the verdicts]"))
+    if c.n == 0:
+        click.echo("no passed/failed episodes to calibrate on")
+        return
+    click.echo(f"  accuracy  {_fmt(data['accuracy'])}   Cohen's kappa {_fmt(data['kappa'])}   AUC {_fmt(data['auc'])}")
+    click.echo(f"  precision {_fmt(data['precision'])}   recall {_fmt(data['recall'])}")
+    click.echo("  confusion        world pass  world fail")
+    click.echo(f"    judge pass     {c.tp:>10}  {c.fp:>10}")
+    click.echo(f"    judge fail     {c.fn:>10}  {c.tn:>10}")
+
+
+@judge.command()
+@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.option("-o", "--output", type=click.Path(path_type=Path), required=True, help="JSONL file of DPO rows.")
+@click.option("--judge", "judge_name", metavar="TYPE", help="Judge for same-outcome pairs (default: outcome pairs only).")
+@click.option("--judge-spec", type=click.Path(path_type=Path), help="YAML file with the judge spec.")
+@click.option("--min-margin", type=float, default=0.0, show_default=True, help="Drop judge pairs with a smaller margin.")
+@click.option("--max-pairs", type=click.IntRange(min=1), default=4, show_default=True, help="Pairs per task at most.")
+@click.option("--no-swap", is_flag=True, help="Ask a pairwise judge once (shuffled order) instead of in both orders.")
+def pairs(run_dir: Path, output: Path, judge_name: str | None, judge_spec: Path | None, min_margin: float,
+          max_pairs: int, no_swap: bool) -> None:
+    """Preference pairs from RUN_DIR: passed over failed, then swap-consistent judge preferences."""
+    from .calibrate import read_run
+    from .pairwise import preference_pairs
+
+    results, _ = read_run(run_dir)
+    judge_obj = None
+    if judge_name or judge_spec:
+        judge_obj, _label = _judge_from_options(judge_name, judge_spec, {})
+    made = asyncio.run(preference_pairs(results, judge_obj, swap=not no_swap, min_margin=min_margin,
+                                        max_pairs_per_task=max_pairs))
+    output.parent.mkdir(parents=True, exist_ok=True)
+    with output.open("w", encoding="utf-8") as fp:
+        for pair in made:
+            fp.write(json.dumps(pair.to_dpo(), default=str) + "\n")
+    by_source: dict[str, int] = {}
+    for pair in made:
+        by_source[pair.source] = by_source.get(pair.source, 0) + 1
+    detail = ", ".join(f"{n} {s}" for s, n in sorted(by_source.items())) or "none"
+    click.echo(f"{len(made)} pairs ({detail}) -> {output}")
+
+
+@judge.command()
+@click.argument("rubric_file", type=click.Path(path_type=Path))
+def rubric(rubric_file: Path) -> None:
+    """Validate a rubric YAML file and show its normalised weights."""
+    from .rubric import load_rubric
+
+    r = load_rubric(rubric_file)
+    click.echo(f"rubric {r.name!r}: {len(r.dimensions)} dimensions, pass threshold {r.pass_threshold:g}")
+    for name, weight in r.weights().items():
+        click.echo(f"  {name:<20} {weight:.3f}")

@@ -1,0 +1,25 @@
+"""The agentsynth plugin: judges ``heuristic``, ``llm``, ``ensemble`` and the ``agentsynth judge`` command."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentsynth_kernel import hookimpl
+
+from .ensemble import EnsembleSpec, make_ensemble
+from .heuristic import HeuristicSpec, make_heuristic
+
+
+@hookimpl
+def register_judges(register: Any) -> None:
+    register("heuristic", make_heuristic, spec_cls=HeuristicSpec,
+             description="Deterministic rubric judge from the trajectory and verdicts (no LLM; offline default)")
+    register("ensemble", make_ensemble, spec_cls=EnsembleSpec,
+             description="Several judges aggregated by mean / median / majority, with agreement stats")
+
+
+@hookimpl
+def register_commands(cli: Any) -> None:
+    from .cli import judge
+
+    cli.add_command(judge, "judge")
