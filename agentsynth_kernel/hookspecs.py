@@ -220,3 +220,33 @@ def run_finished(run: RunInfo, results: list[EpisodeResult]) -> None:
         def run_finished(run, results):
             shutdown_shared_browser()
     """
+
+
+# --- pack scaffolding ------------------------------------------------------------------------------
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+
+@hookspec(firstresult=True)
+def scaffold_pack(name: str, directory: Path, environment: str | None, schema: Path | None) -> list[Path] | None:
+    """Write a new pack for ``agentsynth pack new NAME`` into ``directory`` (which exists and is empty).
+
+    ``environment`` is the ``--env`` the user asked for (``None``: no preference);
+    ``schema`` is the ``--from-schema`` file, if given. Return the paths written,
+    or ``None`` when this plugin does not scaffold that environment or schema (the
+    next plugin is asked; ``firstresult``). The pack written must pass
+    ``agentsynth pack validate`` (at least one task, a working oracle, a world-state
+    checker per task). Raise ``ValueError`` with a clear message for a schema the
+    plugin handles but cannot read. Called synchronously.
+
+    Example::
+
+        @hookimpl
+        def scaffold_pack(name, directory, environment, schema):
+            if environment not in (None, "sql"):
+                return None
+            (directory / "pack.yaml").write_text(render_pack(name, schema))
+            (directory / "oracle.py").write_text(render_oracle(schema))
+            return [directory / "pack.yaml", directory / "oracle.py"]
+    """

@@ -1,0 +1,172 @@
+"""Checkers that read the SQL world's end state.
+
+- ``sql``: a query's result must equal / contain / not contain / compare with an
+  expected value (order-insensitive unless ``ordered: true``). It also runs the
+  collateral-damage check unless the environment says ``collateral: false`` or the
+  checker says ``collateral: false``, so a task cannot forget it.
+- ``no_collateral``: only the collateral-damage check (for tasks whose right
+  outcome is "nothing changed" or "only these rows changed").
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+from collections import Counter
+from typing import Any
+
+from agentsynth_kernel import Trajectory, Verdict
+
+_UNSET: Any = object()
+OPS = ("eq", "ne", "lt", "le", "gt", "ge", "contains", "not_contains", "approx")
+MAX_SHOWN = 8
+
+
+def _sql_env(env: Any) -> Any:
+    if not callable(getattr(env, "query", None)) or not callable(getattr(env, "unexpected_changes", None)):
+        raise TypeError(f"this checker needs the 'sql' environment, got {type(env).__name__}")
+    return env
+
+
+def collateral_verdict(env: Any, name: str) -> Verdict | None:
+    """A failing verdict listing the unexpected changes, or None when there are none."""
+    bad = env.unexpected_changes()
+    if not bad:
+        return None
+    first = not env.collateral_reported
+    env.collateral_reported = True
+    shown = "; ".join(c.describe() for c in bad[:MAX_SHOWN]) + (f"; ... {len(bad) - MAX_SHOWN} more" if len(bad) > MAX_SHOWN else "")
+    detail = f"unexpected changes outside allowed_changes ({len(bad)}): {shown}" if first else \
+        f"unexpected changes outside allowed_changes ({len(bad)}), listed above"
+    return Verdict(name, False, 0.0, detail, data={"unexpected": [c.to_dict() for c in bad]})
+
+
+def _notes(env: Any) -> str:
+    return f" [{'; '.join(env.notes)}]" if getattr(env, "notes", None) else ""
+
+
+class NoCollateral:
+    """Passes when the world changed only where the task's ``allowed_changes`` say it may."""
+
+    world_state = True
+
+    def check(self, env: Any, trajectory: Trajectory) -> Verdict:
+        env = _sql_env(env)
+        bad = collateral_verdict(env, "no_collateral")
+        if bad is not None:
+            return bad
+        n = len(env.changes())
+        what = f"{n} allowed change(s)" if n else "the world is unchanged"
+        return Verdict("no_collateral", True, 1.0, f"no unexpected changes; {what}{_notes(env)}")
+
+
+def _norm(value: Any) -> Any:
+    if isinstance(value, list | tuple):
+        return tuple(_norm(v) for v in value)
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def _key(value: Any) -> str:
+    return repr(value)
+
+
+class SqlChecker:
+    """``query`` on the end state compared with ``expect`` using ``op``.
+
+    ``expect`` forms: a scalar (the query must return one value, or no row for null),
+    a list of scalars (one-column rows), or a list of rows (lists). ``op``: eq (default),
+    ne, lt, le, gt, ge (scalars), contains / not_contains (rows), approx (``tolerance``).
+    Rows compare as multisets unless ``ordered: true``.
+    """
+
+    world_state = True
+
+    def __init__(self, query: str, expect: Any = _UNSET, op: str = "eq", ordered: bool = False,
+                 tolerance: float = 1e-9, collateral: bool | None = None, name: str = "") -> None:
+        if op not in OPS:
+            raise ValueError(f"op: expected one of {', '.join(OPS)}, got {op!r}")
+        if expect is _UNSET:
+            raise ValueError("the sql checker needs 'expect' (a value, a list of values, or a list of rows)")
+        if op in ("lt", "le", "gt", "ge", "approx") and isinstance(expect, list):
+            raise ValueError(f"op {op!r} compares one value; 'expect' must not be a list")
+        if op in ("contains", "not_contains") and not isinstance(expect, list):
+            expect = [expect]
+        self.query, self.expect, self.op, self.ordered = query, expect, op, ordered
+        self.tolerance, self.collateral, self.name = tolerance, collateral, name or "sql"
+
+    def _actual(self, rows: list[tuple[Any, ...]]) -> Any:
+        if not isinstance(self.expect, list):
+            if not rows:
+                return None
+            if len(rows) > 1 or len(rows[0]) != 1:
+                raise ValueError(f"expected one value, the query returned {len(rows)} row(s) of {len(rows[0])} column(s)")
+            return _norm(rows[0][0])
+        scalars = self.expect and all(not isinstance(e, list) for e in self.expect)
+        if scalars or (not self.expect and rows and len(rows[0]) == 1):
+            return [_norm(r[0]) if len(r) == 1 else _norm(r) for r in rows]
+        return [_norm(r) for r in rows]
+
+    def _compare(self, actual: Any) -> tuple[bool, str]:
+        expect = _norm(self.expect) if not isinstance(self.expect, list) else [_norm(e) for e in self.expect]
+        op = self.op
+        if op in ("eq", "ne"):
+            if isinstance(expect, list):
+                same = actual == expect if self.ordered else Counter(map(_key, actual)) == Counter(map(_key, expect))
+            else:
+                same = self._close(actual, expect)
+            ok = same if op == "eq" else not same
+            return ok, f"got {_show(actual)}, expected {'' if op == 'eq' else 'not '}{_show(expect)}"
+        if op in ("contains", "not_contains"):
+            have = Counter(map(_key, actual))
+            missing = [e for e in expect if have[_key(e)] == 0]
+            present = [e for e in expect if have[_key(e)] > 0]
+            if op == "contains":
+                return not missing, f"missing {_show(missing)} in {_show(actual)}" if missing else f"contains {_show(expect)}"
+            return not present, f"unexpectedly present: {_show(present)}" if present else f"none of {_show(expect)} present"
+        if actual is None:
+            return False, f"got no value (NULL), expected {op} {expect!r}"
+        try:
+            if op == "approx":
+                ok = math.isclose(float(actual), float(expect), rel_tol=0, abs_tol=self.tolerance)
+            else:
+                ok = {"lt": actual < expect, "le": actual <= expect, "gt": actual > expect, "ge": actual >= expect}[op]
+        except (TypeError, ValueError):
+            return False, f"cannot compare {actual!r} with {expect!r}"
+        return ok, f"got {actual!r}, expected {op} {expect!r}"
+
+    def _close(self, a: Any, b: Any) -> bool:
+        if isinstance(a, int | float) and isinstance(b, int | float) and not isinstance(a, bool):
+            return math.isclose(a, b, rel_tol=0, abs_tol=self.tolerance)
+        return a == b
+
+    def check(self, env: Any, trajectory: Trajectory) -> Verdict:
+        env = _sql_env(env)
+        try:
+            actual = self._actual(env.query(self.query))
+        except (sqlite3.Error, ValueError) as exc:
+            return Verdict(self.name, False, 0.0, f"{self.query!r}: {exc}")
+        ok, detail = self._compare(actual)
+        detail = f"{self.query}: {detail}"
+        collateral = self.collateral if self.collateral is not None else getattr(env.spec, "collateral", True)
+        if collateral:
+            bad = collateral_verdict(env, self.name)
+            if bad is not None:
+                return Verdict(self.name, False, 0.0, f"{detail}; {bad.detail}" if ok else f"{detail}; also {bad.detail}",
+                               data={"actual": _jsonable(actual), **bad.data})
+        return Verdict(self.name, ok, float(ok), detail + _notes(env), data={"actual": _jsonable(actual)})
+
+
+def _show(value: Any, limit: int = 10) -> str:
+    if isinstance(value, list) and len(value) > limit:
+        return repr(value[:limit])[:-1] + f", ... {len(value) - limit} more]"
+    return repr(value)
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, tuple | list):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, bytes):
+        return f"<{len(value)} bytes>"
+    return value

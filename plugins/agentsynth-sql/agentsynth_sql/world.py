@@ -1,0 +1,416 @@
+"""The SQLite world underneath the ``sql`` environment: snapshots, the sandbox, and diffs.
+
+- :func:`snapshot_for` builds a seeded database once per process per distinct
+  (schema, seed) and keeps it as ``serialize()``d bytes; every episode starts from
+  a ``deserialize()``d copy, never by re-running the seed script.
+- :class:`Sandbox` is the authorizer + progress handler the agent's SQL runs under.
+- :func:`table_state` / :func:`diff_states` / :class:`AllowedChanges` implement the
+  collateral-damage check: what changed between the start and the end state, and
+  which of those changes the task did not allow.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import threading
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+DB_SUFFIXES = (".db", ".sqlite", ".sqlite3")
+
+# --- snapshots ------------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class Snapshot:
+    """A seeded world: the database bytes plus what every episode needs to know about it."""
+
+    key: str
+    data: bytes
+    tables: tuple[str, ...]
+    schema_text: str  # one line per table, shown to the agent at reset
+    state: dict[str, dict[Any, tuple[Any, ...]]]  # table -> row key -> row (the start state)
+    columns: dict[str, tuple[str, ...]]
+
+
+_cache: dict[str, Snapshot] = {}
+_cache_lock = threading.Lock()
+
+
+def read_source(value: str | None, base_dir: Path | None, what: str) -> tuple[str, bytes | None]:
+    """SQL text given inline or as a .sql file, or a SQLite file (.db/.sqlite) as bytes."""
+    if value is None:
+        return "", None
+    text = value.strip()
+    looks_like_path = "\n" not in text and (text.endswith(".sql") or text.lower().endswith(DB_SUFFIXES))
+    if not looks_like_path:
+        return value, None
+    path = Path(text)
+    if not path.is_absolute() and base_dir is not None:
+        path = base_dir / path
+    if not path.is_file():
+        raise FileNotFoundError(f"{what}: file not found: {path}")
+    if path.suffix.lower() in DB_SUFFIXES:
+        return "", path.read_bytes()
+    return path.read_text(encoding="utf-8"), None
+
+
+def snapshot_for(schema: str | None, seed: str | None, *, base_dir: Path | None = None,
+                 foreign_keys: bool = True) -> Snapshot:
+    """The seeded world for this configuration, built on first use and cached for the process."""
+    schema_sql, schema_db = read_source(schema, base_dir, "schema")
+    seed_sql, seed_db = read_source(seed, base_dir, "seed")
+    digest = hashlib.sha256()
+    for part in (schema_sql.encode(), schema_db or b"", seed_sql.encode(), seed_db or b"", str(foreign_keys).encode()):
+        digest.update(hashlib.sha256(part).digest())
+    key = digest.hexdigest()
+    snap = _cache.get(key)
+    if snap is not None:
+        return snap
+    with _cache_lock:
+        snap = _cache.get(key)
+        if snap is None:
+            snap = _cache[key] = _build(key, schema_sql, schema_db or seed_db, seed_sql, foreign_keys)
+    return snap
+
+
+def _build(key: str, schema_sql: str, base_db: bytes | None, seed_sql: str, foreign_keys: bool) -> Snapshot:
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    try:
+        if base_db is not None:
+            conn.deserialize(base_db)
+        if foreign_keys:
+            conn.execute("PRAGMA foreign_keys = ON")
+        try:
+            if schema_sql:
+                conn.executescript(schema_sql)
+            if seed_sql:
+                conn.executescript(seed_sql)
+        except sqlite3.Error as exc:
+            raise ValueError(f"building the world failed: {exc}") from None
+        if conn.in_transaction:
+            conn.execute("COMMIT")
+        tables = list_tables(conn)
+        columns = {t: table_columns(conn, t) for t in tables}
+        lines = []
+        for t in tables:
+            info = conn.execute(f"PRAGMA table_info({quote(t)})").fetchall()
+            cols = ", ".join(f"{c[1]} {c[2]}".strip() + (" PK" if c[5] else "") for c in info)
+            count = conn.execute(f"SELECT count(*) FROM {quote(t)}").fetchone()[0]
+            lines.append(f"{t}({cols}) -- {count} rows")
+        state = table_state(conn, tables)
+        return Snapshot(key, conn.serialize(), tuple(tables), "\n".join(lines), state, columns)
+    finally:
+        conn.close()
+
+
+def clear_cache() -> None:
+    """Forget every cached snapshot (tests, or after editing a seed file in a long-lived process)."""
+    with _cache_lock:
+        _cache.clear()
+
+
+def open_copy(snap: Snapshot, *, foreign_keys: bool = True, check_same_thread: bool = True) -> sqlite3.Connection:
+    """A fresh in-memory connection holding a private copy of the snapshot."""
+    conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=check_same_thread)
+    conn.deserialize(snap.data)
+    if foreign_keys:
+        conn.execute("PRAGMA foreign_keys = ON")
+    return conn
+
+
+# --- introspection and diffs ----------------------------------------------------------------------
+
+
+def quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def list_tables(conn: sqlite3.Connection) -> list[str]:
+    rows = conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+def table_columns(conn: sqlite3.Connection, table: str) -> tuple[str, ...]:
+    return tuple(r[1] for r in conn.execute(f"PRAGMA table_info({quote(table)})").fetchall())
+
+
+def _rows(conn: sqlite3.Connection, table: str) -> dict[Any, tuple[Any, ...]]:
+    try:
+        return {r[0]: r[1:] for r in conn.execute(f"SELECT rowid, * FROM {quote(table)}")}
+    except sqlite3.OperationalError:  # WITHOUT ROWID: key by the primary key
+        info = conn.execute(f"PRAGMA table_info({quote(table)})").fetchall()
+        pk = [i for i, c in enumerate(info) if c[5]] or list(range(len(info)))
+        return {tuple(r[i] for i in pk): tuple(r) for r in conn.execute(f"SELECT * FROM {quote(table)}")}
+
+
+def table_state(conn: sqlite3.Connection, tables: Iterable[str] | None = None) -> dict[str, dict[Any, tuple[Any, ...]]]:
+    """Every row of every table, keyed by rowid (or primary key)."""
+    return {t: _rows(conn, t) for t in (list_tables(conn) if tables is None else tables)}
+
+
+@attrs.define
+class Change:
+    """One row-level difference between two world states."""
+
+    table: str
+    op: str  # insert / update / delete / create_table / drop_table
+    key: Any = None
+    columns: tuple[str, ...] = ()
+    before: dict[str, Any] | None = None
+    after: dict[str, Any] | None = None
+
+    def describe(self, limit: int = 6) -> str:
+        if self.op in ("create_table", "drop_table"):
+            return f"{self.op.replace('_', ' ')} {self.table}"
+        if self.op == "update":
+            assert self.before is not None and self.after is not None
+            parts = [f"{c}: {self.before.get(c)!r} -> {self.after.get(c)!r}" for c in self.columns[:limit]]
+            return f"update {self.table} row {self.key}: " + ", ".join(parts)
+        row = self.after if self.op == "insert" else self.before
+        items = list((row or {}).items())
+        text = ", ".join(f"{k}={v!r}" for k, v in items[:limit]) + (", ..." if len(items) > limit else "")
+        return f"{self.op} {self.table} row {self.key}: {text}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in attrs.asdict(self).items() if v not in (None, ())}
+
+
+def diff_states(start: Mapping[str, Mapping[Any, tuple[Any, ...]]], end: Mapping[str, Mapping[Any, tuple[Any, ...]]],
+                columns_start: Mapping[str, tuple[str, ...]], columns_end: Mapping[str, tuple[str, ...]]) -> list[Change]:
+    """Row-level changes from ``start`` to ``end``, tables in name order, rows in key order."""
+    changes: list[Change] = []
+    for table in sorted(set(start) | set(end)):
+        if table not in end:
+            changes.append(Change(table, "drop_table"))
+            continue
+        if table not in start:
+            changes.append(Change(table, "create_table"))
+        before_rows, after_rows = start.get(table, {}), end[table]
+        cols_b, cols_a = columns_start.get(table, ()), columns_end.get(table, ())
+        if before_rows == after_rows and cols_b == cols_a:
+            continue
+        for key in sorted(set(before_rows) | set(after_rows), key=repr):
+            b, a = before_rows.get(key), after_rows.get(key)
+            if b == a and cols_b == cols_a:
+                continue
+            bd = dict(zip(cols_b, b, strict=False)) if b is not None else None
+            ad = dict(zip(cols_a, a, strict=False)) if a is not None else None
+            if bd is None:
+                changes.append(Change(table, "insert", key, after=ad))
+            elif ad is None:
+                changes.append(Change(table, "delete", key, before=bd))
+            else:
+                cols = tuple(c for c in dict.fromkeys((*cols_b, *cols_a)) if bd.get(c, _MISSING) != ad.get(c, _MISSING))
+                if cols:
+                    changes.append(Change(table, "update", key, cols, bd, ad))
+    return changes
+
+
+_MISSING = object()
+
+
+@attrs.frozen
+class TableRule:
+    """What may change in one table. ``where`` (SQL) limits which rows: it is evaluated on the
+    start state for updates and deletes, and on the end state for inserts."""
+
+    insert: bool = False
+    delete: bool = False
+    update: tuple[str, ...] | None = None  # None: no updates; ("*",): any column
+    where: str | None = None
+
+
+class AllowedChanges:
+    """The changes a task declares it may make, parsed from ``allowed_changes:``.
+
+    Forms per table: ``"*"`` (anything), ``[col, ...]`` (updates of those columns),
+    or ``{insert: bool, delete: bool, update: [cols] | "*", where: "SQL condition"}``.
+    ``"*"`` as the table name allows any change anywhere (turns the check off).
+    """
+
+    def __init__(self, spec: Mapping[str, Any] | None = None) -> None:
+        self.rules: dict[str, TableRule] = {}
+        for table, value in (spec or {}).items():
+            self.rules[str(table)] = parse_rule(str(table), value)
+
+    @property
+    def anything(self) -> bool:
+        return "*" in self.rules
+
+    def violations(self, changes: list[Change], start_conn: Any, end_conn: sqlite3.Connection) -> list[Change]:
+        """The changes no rule allows. ``start_conn`` is a callable opening the start state (only
+        called when a ``where`` needs evaluating)."""
+        if self.anything:
+            return []
+        bad: list[Change] = []
+        where_cache: dict[tuple[str, str], set[Any]] = {}
+        for ch in changes:
+            rule = self.rules.get(ch.table)
+            if rule is None or ch.op in ("create_table", "drop_table"):
+                bad.append(ch)
+                continue
+            if ch.op == "insert":
+                ok = rule.insert
+            elif ch.op == "delete":
+                ok = rule.delete
+            else:
+                ok = rule.update is not None and ("*" in rule.update or set(ch.columns) <= set(rule.update))
+            if ok and rule.where:
+                side = "end" if ch.op == "insert" else "start"
+                keys = where_cache.get((ch.table, side))
+                if keys is None:
+                    conn = end_conn if side == "end" else start_conn()
+                    keys = where_cache[(ch.table, side)] = _matching_keys(conn, ch.table, rule.where)
+                ok = ch.key in keys
+            if not ok:
+                bad.append(ch)
+        return bad
+
+
+def _matching_keys(conn: sqlite3.Connection, table: str, where: str) -> set[Any]:
+    try:
+        return {r[0] for r in conn.execute(f"SELECT rowid FROM {quote(table)} WHERE {where}")}
+    except sqlite3.OperationalError:
+        info = conn.execute(f"PRAGMA table_info({quote(table)})").fetchall()
+        pk = [c[1] for c in info if c[5]]
+        cols = ", ".join(quote(c) for c in pk)
+        return {tuple(r) for r in conn.execute(f"SELECT {cols} FROM {quote(table)} WHERE {where}")}
+
+
+def parse_rule(table: str, value: Any) -> TableRule:
+    where = f"allowed_changes.{table}"
+    if value == "*" or value is True:
+        return TableRule(True, True, ("*",))
+    if isinstance(value, str):
+        value = [value]
+    if isinstance(value, list):
+        if not all(isinstance(c, str) for c in value):
+            raise ValueError(f"{where}: expected a list of column names")
+        return TableRule(update=tuple(value))
+    if not isinstance(value, Mapping):
+        raise ValueError(f"{where}: expected '*', a list of columns, or a mapping with insert/delete/update/where")
+    unknown = set(value) - {"insert", "delete", "update", "where"}
+    if unknown:
+        raise ValueError(f"{where}: unknown key(s) {', '.join(sorted(map(str, unknown)))} (known: insert, delete, update, where)")
+    for flag in ("insert", "delete"):
+        if not isinstance(value.get(flag, False), bool):
+            raise ValueError(f"{where}.{flag}: expected true or false")
+    update = value.get("update")
+    if update is True or update == "*":
+        cols: tuple[str, ...] | None = ("*",)
+    elif update is None or update is False:
+        cols = None
+    elif isinstance(update, list) and all(isinstance(c, str) for c in update):
+        cols = tuple(update)
+    elif isinstance(update, str):
+        cols = (update,)
+    else:
+        raise ValueError(f"{where}.update: expected a list of column names or '*'")
+    cond = value.get("where")
+    if cond is not None and not isinstance(cond, str):
+        raise ValueError(f"{where}.where: expected an SQL condition (a string)")
+    return TableRule(bool(value.get("insert", False)), bool(value.get("delete", False)), cols, cond)
+
+
+# --- the sandbox ----------------------------------------------------------------------------------
+
+_WRITE_ACTIONS = {
+    sqlite3.SQLITE_INSERT, sqlite3.SQLITE_UPDATE, sqlite3.SQLITE_DELETE, sqlite3.SQLITE_ALTER_TABLE,
+    sqlite3.SQLITE_REINDEX, sqlite3.SQLITE_ANALYZE, sqlite3.SQLITE_CREATE_VTABLE, sqlite3.SQLITE_DROP_VTABLE,
+    *(getattr(sqlite3, n) for n in dir(sqlite3) if n.startswith(("SQLITE_CREATE_", "SQLITE_DROP_"))),
+}
+_TRANSACTION_ACTIONS = {sqlite3.SQLITE_TRANSACTION, sqlite3.SQLITE_SAVEPOINT}
+DENIED_FUNCTIONS = {"load_extension", "fts3_tokenizer", "readfile", "writefile", "edit", "sqlite_dbpage"}
+# PRAGMAs that only describe the world. Anything else (journal_mode, writable_schema,
+# temp_store_directory, mmap_size, foreign_keys=OFF ...) can reach outside the world or
+# weaken its rules, and is denied.
+READ_PRAGMAS = {
+    "table_info", "table_xinfo", "table_list", "index_list", "index_info", "index_xinfo",
+    "foreign_key_list", "foreign_key_check", "integrity_check", "quick_check", "collation_list",
+    "function_list", "pragma_list", "database_list", "compile_options",
+}
+READ_VALUE_PRAGMAS = {"foreign_keys", "user_version", "schema_version", "page_count", "page_size", "encoding"}
+
+
+class Sandbox:
+    """The authorizer and progress handler for the agent's statements.
+
+    ``readonly`` additionally denies every write (``sql_query``). ``budget`` is
+    the number of SQLite VM steps one statement may take before it is interrupted.
+    """
+
+    TICK = 1000
+
+    def __init__(self, budget: int) -> None:
+        self.budget = max(budget, self.TICK)
+        self.readonly = False
+        self.denied: str = ""
+        self.ticks = 0
+        self.interrupted = False
+
+    def arm(self, conn: sqlite3.Connection, readonly: bool) -> None:
+        self.readonly, self.denied, self.ticks, self.interrupted = readonly, "", 0, False
+        conn.set_authorizer(self.authorize)
+        conn.set_progress_handler(self.progress, self.TICK)
+
+    def disarm(self, conn: sqlite3.Connection) -> None:
+        conn.set_authorizer(None)
+        conn.set_progress_handler(None, self.TICK)
+
+    def progress(self) -> int:
+        self.ticks += 1
+        if self.ticks * self.TICK > self.budget:
+            self.interrupted = True
+            return 1
+        return 0
+
+    def _deny(self, why: str) -> int:
+        self.denied = self.denied or why
+        return sqlite3.SQLITE_DENY
+
+    def authorize(self, action: int, arg1: str | None, arg2: str | None, db: str | None, source: str | None) -> int:
+        if action in (sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH):
+            return self._deny("ATTACH/DETACH (and VACUUM INTO) are not allowed: the world is this one database")
+        if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() in DENIED_FUNCTIONS:
+            return self._deny(f"function {arg2}() is not allowed")
+        if action == sqlite3.SQLITE_PRAGMA:
+            name = (arg1 or "").lower()
+            if name in READ_PRAGMAS or (name in READ_VALUE_PRAGMAS and arg2 is None):
+                return sqlite3.SQLITE_OK
+            return self._deny(f"PRAGMA {name}{'' if arg2 is None else ' = ' + arg2} is not allowed")
+        if self.readonly:
+            if action in _WRITE_ACTIONS:
+                return self._deny("sql_query is read-only; use sql_execute to change data")
+            if action in _TRANSACTION_ACTIONS:
+                return self._deny("sql_query is read-only; use sql_execute for transactions")
+        return sqlite3.SQLITE_OK
+
+
+def split_statements(sql: str) -> list[str]:
+    """Split a script into complete statements (strings, comments and triggers handled by SQLite)."""
+    out: list[str] = []
+    buf = ""
+    for piece in sql.split(";"):
+        buf = f"{buf};{piece}" if buf else piece
+        if sqlite3.complete_statement(buf + ";"):
+            if buf.strip():
+                out.append(buf.strip())
+            buf = ""
+    if buf.strip():
+        out.append(buf.strip())
+    return [s for s in out if _has_code(s)]
+
+
+def _has_code(stmt: str) -> bool:
+    lines = [ln.split("--", 1)[0] for ln in stmt.splitlines()]
+    text = "\n".join(lines).strip()
+    while text.startswith("/*") and "*/" in text:
+        text = text[text.index("*/") + 2:].strip()
+    return bool(text)
