@@ -357,6 +357,8 @@ def check_pack(pack: Pack, host: PluginHost, prefix: str = "") -> list[str]:
             problems += check_component("environment", env, f"{where}.environment", host)
         for j, cspec in enumerate(task.checkers):
             problems += check_component("checker", cspec, f"{where}.checkers[{j}]", host)
+        if not pack.task_checkers(task):
+            problems.append(f"{where}.checkers: no checker decides this task (add one to the task or the pack)")
     if pack.oracle and not (pack.base_dir / pack.oracle).is_file():
         problems.append(f"{prefix}oracle: file not found: {pack.base_dir / pack.oracle}")
     return problems

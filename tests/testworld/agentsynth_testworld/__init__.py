@@ -34,7 +34,7 @@ class KVWorld:
             ToolSpec("get", "Read a key", obj(key=_STR)),
             ToolSpec("delete", "Delete a key", obj(key=_STR)),
             ToolSpec("fail", "Crash the environment", obj()),
-            ToolSpec("sleep", "Block for some seconds", obj(seconds={"type": "number"})),
+            ToolSpec("sleep", "Block for some seconds", obj(seconds={"type": "number", "minimum": 0, "maximum": 0.01})),
         ]
 
     def step(self, call: ToolCall) -> Observation:

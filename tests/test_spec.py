@@ -1,0 +1,180 @@
+"""Run spec and pack loading: every bad-input path gives `file: path: what was expected`."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentsynth_kernel.errors import SpecError
+from agentsynth_kernel.spec import ComponentSpec, load_pack, load_run_spec, select_tasks
+
+
+def errors_of(path, host) -> list[str]:
+    with pytest.raises(SpecError) as info:
+        load_run_spec(path, host=host)
+    return str(info.value).splitlines()
+
+
+def test_valid_spec_loads_with_defaults_and_overrides(kv_spec, host):
+    spec, pack = load_run_spec(kv_spec, host=host, overrides={"trials": 3})
+    assert spec.trials == 3 and spec.concurrency == 4 and spec.policy == ComponentSpec("oracle", {})
+    assert [t.id for t in pack.tasks] == ["set-b", "del-a"]
+    assert pack.tasks[0].tier == "1"  # an int tier is kept as its name
+    assert pack.task_environment(pack.tasks[0]) == ComponentSpec("kv", {"initial": {"a": "1"}})
+    assert pack.content_hash.startswith("sha256:")
+
+
+def test_malformed_yaml_names_line_and_column(write, host):
+    path = write("spec.yaml", "policy: {type: noop}\ntrials: [1\n")
+    (line,) = errors_of(path, host)
+    assert line.startswith(f"{path}: line 3, column 1: invalid YAML:")
+
+
+def test_missing_file(tmp_path, host):
+    assert errors_of(tmp_path / "nope.yaml", host) == [f"{tmp_path / 'nope.yaml'}: file not found"]
+
+
+def test_top_level_must_be_a_mapping(write, host):
+    path = write("spec.yaml", "- 1\n")
+    assert errors_of(path, host) == [f"{path}: expected a mapping at the top level (a run spec), got a list"]
+
+
+def test_wrong_types_and_unknown_keys_with_paths(write, host):
+    path = write(
+        "spec.yaml",
+        """
+        policy: noop
+        trails: 3
+        seed: "x"
+        concurrency: yes
+        budget: {usd: cheap, tokns: 3}
+        environment: {type: kv}
+        tasks:
+          - id: a
+            instrution: x
+          - 5
+        """,
+    )
+    lines = set(errors_of(path, host))
+    assert f"{path}: trails: unknown key (did you mean 'trials'?)" in lines
+    assert f"{path}: seed: expected an integer, got str 'x'" in lines
+    assert f"{path}: concurrency: expected an integer, got a boolean" in lines
+    assert f"{path}: budget.usd: expected a number, got str 'cheap'" in lines
+    assert f"{path}: budget.tokns: unknown key (did you mean 'tokens'?)" in lines
+    assert f"{path}: tasks[0].instrution: unknown key (did you mean 'instruction'?)" in lines
+    assert f"{path}: tasks[0].instruction: missing required key" in lines
+    assert f"{path}: tasks[1]: expected a mapping, got int 5" in lines
+
+
+def test_unknown_type_names_suggest_the_closest(write, host):
+    path = write(
+        "spec.yaml",
+        """
+        policy: {type: orcale}
+        environment: {type: kv}
+        tasks:
+          - id: a
+            instruction: x
+            checkers: [{type: kv_equal, key: a, value: "1"}]
+        """,
+    )
+    lines = errors_of(path, host)
+    assert f"{path}: policy.type: unknown policy 'orcale' (did you mean 'oracle'?)" in lines
+    assert f"{path}: tasks[0].checkers[0].type: unknown checker 'kv_equal' (did you mean 'kv_equals'?)" in lines
+
+
+def test_component_parameters_are_checked_against_the_factory(write, host):
+    path = write(
+        "spec.yaml",
+        """
+        policy: {type: random, cals: 3}
+        environment: {type: kv, intial: {}}
+        tasks:
+          - id: a
+            instruction: x
+            checkers: [{type: kv_equals, kye: a}]
+        """,
+    )
+    lines = errors_of(path, host)
+    assert f"{path}: policy.cals: unknown key for policy 'random' (did you mean 'calls'?)" in lines
+    assert f"{path}: environment.intial: unknown key for environment 'kv' (did you mean 'initial'?)" in lines
+    assert f"{path}: tasks[0].checkers[0].kye: unknown key for checker 'kv_equals' (did you mean 'key'?)" in lines
+    assert f"{path}: tasks[0].checkers[0].key: missing required key for checker 'kv_equals'" in lines
+
+
+def test_component_needs_a_type(write, host):
+    path = write("spec.yaml", "policy: {model: x}\ntasks: []\nenvironment: {type: kv}\n")
+    assert f"{path}: policy: missing required key 'type'" in errors_of(path, host)
+
+
+def test_pack_semantics_duplicate_ids_bad_split_no_checkers(write, host):
+    path = write(
+        "spec.yaml",
+        """
+        policy: noop
+        environment: {type: kv}
+        tasks:
+          - {id: a, instruction: x, checkers: [called_tool]}
+          - {id: a, instruction: y, split: dev}
+          - {id: "bad id", instruction: z, checkers: [{type: called_tool, tool: set}]}
+        only: [b]
+        """,
+    )
+    lines = errors_of(path, host)
+    assert f"{path}: tasks[1].id: duplicate task id 'a' (also tasks[0])" in lines
+    assert f"{path}: tasks[1].split: expected one of train, test, got 'dev'" in lines
+    assert f"{path}: tasks[1].checkers: no checker decides this task (add one to the task or the pack)" in lines
+    assert f"{path}: tasks[2].id: 'bad id' is not a valid id (letters, digits, '_', '-', '.')" in lines
+    assert f"{path}: tasks[0].checkers[0].tool: missing required key for checker 'called_tool'" in lines
+    assert any(line.startswith(f"{path}: only[0]: no task 'b' in pack") for line in lines)
+
+
+def test_pack_and_tasks_are_exclusive(write, host):
+    path = write("spec.yaml", "policy: noop\n")
+    assert errors_of(path, host) == [
+        f"{path}: pack: give either 'pack:' (a name or path) or inline 'tasks:', not both or neither"
+    ]
+
+
+def test_unknown_pack_name(write, host):
+    path = write("spec.yaml", "policy: noop\npack: no-such-pack\n")
+    (line,) = errors_of(path, host)
+    assert line.startswith("no-such-pack: no such pack: not a file or directory, nor a registered pack")
+
+
+def test_pack_directory_loads_by_path_and_selects_split(write, host):
+    write("mypack/pack.yaml", """
+        description: demo
+        environment: {type: kv}
+        checkers: [{type: called_tool, tool: set}]
+        tasks:
+          - {id: t1, instruction: x, split: train}
+          - {id: t2, instruction: y}
+        """)
+    spec_path = write("spec.yaml", "policy: noop\npack: mypack\nsplit: test\n")
+    spec, pack = load_run_spec(spec_path, host=host)
+    assert pack.id == "mypack" and pack.description == "demo"
+    assert [t.id for t in select_tasks(spec, pack)] == ["t2"]
+    assert pack.task_checkers(pack.tasks[0])[0].type == "called_tool"
+
+
+def test_pack_directory_without_pack_yaml(tmp_path, host):
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(SpecError, match="pack directory has no pack.yaml"):
+        load_pack(tmp_path / "empty", host=host)
+
+
+def test_registered_pack_resolves_by_name(write, host):
+    pack_file = write("shipped.yaml", """
+        environment: {type: kv}
+        tasks: [{id: t, instruction: x, checkers: [{type: kv_equals, key: a, value: null}]}]
+        """)
+
+    class Shipper:
+        from agentsynth_kernel import hookimpl
+
+        @hookimpl
+        def register_packs(self, register):
+            register("shipped", pack_file)
+
+    host.add_plugin(Shipper(), "shipper")
+    assert load_pack("shipped", host=host).tasks[0].id == "t"
