@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..hookspecs import hookimpl
-from . import checkers, policies
+from . import checkers, llm_policy, policies
 
 
 @hookimpl
@@ -16,6 +16,7 @@ def register_policies(register: Any) -> None:
     register("random", policies.RandomPolicy, description="Random schema-valid tool calls (floor baseline)")
     register("callable", policies.CallablePolicy, description="Your own function: 'module:function' or 'file.py:function'")
     register("oracle", policies.OraclePolicy, description="The pack's scripted oracle (oracle.py)")
+    register("llm", llm_policy.LLMPolicy, description="Any chat model as the agent, via OpenAI tool calling (llm.py)")
 
 
 @hookimpl

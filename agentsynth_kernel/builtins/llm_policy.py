@@ -1,0 +1,210 @@
+"""The ``llm`` policy: any model as an agent, through OpenAI tool calling and the one LLM client.
+
+::
+
+    policy:
+      type: llm
+      model: openai/gpt-4o-mini        # or anthropic/..., hosted_vllm/... with api_base, ollama/...
+      temperature: 0.0
+      max_turns: 20
+      # system_prompt: ..., api_base: http://localhost:8000/v1, api_key_env: MY_KEY, max_tokens: 1024
+
+Each turn sends the conversation and the environment's tools, executes the tool calls the model
+returns (parallel calls in one turn), feeds the results back, and stops on an answer without tool
+calls or after ``max_turns``. A call with arguments that are not JSON or do not fit the tool's
+schema is not executed: the model gets an error result it can recover from, and the step is
+recorded with ``invalid=True`` (unknown tool names are handled the same way by the kernel).
+Requests go through ``client_for(run)``: the run's cache, retries, rate limit and budget.
+Keys come from the environment only (``OPENAI_API_KEY``, or the variable named by ``api_key_env``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..adapters import InvalidToolCall, observation_text, parse_arguments, validate_arguments
+from ..components import EpisodeState, Turn
+from ..errors import AgentsynthError
+from ..records import Answer, Observation, Step, ToolCall
+
+if TYPE_CHECKING:
+    from ..llm import LLMClient
+    from ..spec import Pack, Task
+
+DEFAULT_SYSTEM_PROMPT = (
+    "You are an agent that completes tasks by calling the tools you are given. The result is checked "
+    "on the state of the environment, not on what you say. Call tools (several at once when they are "
+    "independent), read their results, fix mistakes, and when the task is done reply with a short final "
+    "answer without calling a tool."
+)
+
+# client options a policy may set; they apply when it is the first to create the run's client
+_CLIENT_OPTIONS = ("timeout", "max_retries", "rpm", "concurrency", "prices")
+
+
+class LLMPolicy:
+    """Drives an episode with a chat model's tool calls (``type: llm``)."""
+
+    def __init__(
+        self,
+        model: str,
+        temperature: float | None = 0.0,
+        max_turns: int = 20,
+        system_prompt: str | None = None,
+        api_base: str | None = None,
+        api_key_env: str | None = None,
+        max_tokens: int | None = None,
+        parallel_tool_calls: bool | None = None,
+        tool_choice: str | None = None,
+        transport: str = "auto",
+        cache: bool = True,
+        params: dict[str, Any] | None = None,
+        timeout: float | None = None,
+        max_retries: int | None = None,
+        rpm: float | None = None,
+        prices: dict[str, Any] | None = None,
+        run: Any = None,
+        task: Task | None = None,
+        pack: Pack | None = None,
+        client: LLMClient | None = None,
+    ) -> None:
+        if not isinstance(model, str) or not model:
+            raise AgentsynthError("llm policy: 'model' must be a model name such as 'openai/gpt-4o-mini'")
+        if max_turns < 1:
+            raise AgentsynthError(f"llm policy: max_turns must be at least 1, got {max_turns}")
+        from ..llm import client_for, resolve_route
+
+        resolve_route(model, api_base, transport)  # bad transport / missing api_base: fail at build time
+        self.model, self.temperature, self.max_turns = model, temperature, max_turns
+        self.system_prompt = system_prompt if system_prompt is not None else (
+            (pack.system_prompt if pack is not None and pack.system_prompt else None) or DEFAULT_SYSTEM_PROMPT
+        )
+        self.api_base, self.api_key_env, self.max_tokens = api_base, api_key_env, max_tokens
+        self.transport, self.cache = transport, cache
+        self.extra: dict[str, Any] = dict(params or {})
+        if parallel_tool_calls is not None:
+            self.extra["parallel_tool_calls"] = parallel_tool_calls
+        if tool_choice is not None:
+            self.extra["tool_choice"] = tool_choice
+        local = {"timeout": timeout, "max_retries": max_retries, "rpm": rpm, "prices": prices}
+        options = {k: v for k, v in local.items() if v is not None}
+        self.client = client if client is not None else client_for(run, **options)
+        if prices:  # a policy's prices apply to the shared client too
+            self.client.prices.update(prices)
+        self.messages: list[dict[str, Any]] | None = None
+        self.turns = 0  # model calls made
+        self.acts = 0  # act() calls (the kernel's turn index)
+        self.pending: list[tuple[str, Observation | None]] = []  # last turn's calls: (id, own error or None)
+        self.invalid_calls = 0
+        self.cache_hits = 0
+        self.retries = 0
+        self.last_content = ""
+
+    # --- conversation ---------------------------------------------------------------------------
+
+    def _start(self, state: EpisodeState) -> list[dict[str, Any]]:
+        traj = state.trajectory
+        traj.system_prompt = self.system_prompt
+        user = state.instruction
+        first = traj.initial_observation
+        if first and first != user:
+            user = f"{user}\n\n{first}" if user else first
+        messages = [{"role": "user", "content": user}]
+        if self.system_prompt:
+            messages.insert(0, {"role": "system", "content": self.system_prompt})
+        return messages
+
+    def _tool_results(self, state: EpisodeState) -> list[dict[str, Any]]:
+        """Results of the previous turn's calls, in the order the model made them."""
+        observed: dict[str, Observation] = {}
+        for step in reversed(state.trajectory.steps):
+            if step.turn != self.acts - 1:
+                if step.turn < self.acts - 1:
+                    break
+                continue
+            if isinstance(step.action, ToolCall) and step.observation is not None:
+                observed.setdefault(step.action.id, step.observation)
+        out = []
+        for call_id, own in self.pending:
+            obs = own or observed.get(call_id)
+            text = observation_text(obs) if obs is not None else "error: this call was not executed"
+            out.append({"role": "tool", "tool_call_id": call_id, "content": text})
+        return out
+
+    def _record(self, state: EpisodeState) -> None:
+        state.trajectory.metadata["llm"] = {
+            "model": self.model, "turns": self.turns,
+            "invalid_tool_calls": sum(1 for s in state.trajectory.steps if s.invalid),
+            "cache_hits": self.cache_hits, "retries": self.retries,
+        }
+
+    # --- the policy -----------------------------------------------------------------------------
+
+    async def act(self, state: EpisodeState) -> Turn:
+        turn_index = self.acts
+        self.acts += 1
+        if self.messages is None:
+            self.messages = self._start(state)
+        else:
+            self.messages.extend(self._tool_results(state))
+        self.pending = []
+        if self.turns >= self.max_turns:
+            state.trajectory.metadata["stopped"] = "max_turns"
+            self._record(state)
+            return Turn([Answer(self.last_content)])
+        self.turns += 1
+        response = await self.client.complete(
+            self.messages, model=self.model, tools=state.tools or None, temperature=self.temperature,
+            max_tokens=self.max_tokens, api_base=self.api_base, api_key_env=self.api_key_env,
+            transport=self.transport, cache=self.cache, cache_salt=f"{state.task.id}:{state.seed}", **self.extra,
+        )
+        if response.cached:
+            self.cache_hits += 1
+        self.retries += max(0, response.attempts - 1) if not response.cached else 0
+        self.last_content = response.content
+        if not response.tool_calls:
+            self.messages.append(response.message())
+            self._record(state)
+            return Turn([Answer(response.content)], usage=response.usage)
+
+        tools = {t.name: t for t in state.tools}
+        actions: list[ToolCall] = []
+        invalid: list[Step] = []
+        wire_calls = []
+        seen: set[str] = set()
+        for i, call in enumerate(response.tool_calls):
+            call_id = call.id if call.id and call.id not in seen else f"call_{turn_index}_{i}"
+            seen.add(call_id)
+            wire_calls.append({"id": call_id, "type": "function",
+                               "function": {"name": call.name, "arguments": call.arguments}})
+            try:
+                arguments = parse_arguments(call.arguments, call_id=call_id, name=call.name)
+                spec = tools.get(call.name)
+                if spec is not None:  # unknown names go to the kernel, which answers with an error
+                    problems = validate_arguments(spec.parameters, arguments)
+                    if problems:
+                        raise InvalidToolCall(f"invalid arguments for {call.name!r}: " + "; ".join(problems),
+                                              call_id=call_id, name=call.name, raw_arguments=call.arguments,
+                                              reason="schema")
+            except InvalidToolCall as exc:
+                self.invalid_calls += 1
+                obs = Observation(f"error: {exc}", error=True,
+                                  data={"reason": exc.reason, "raw_arguments": call.arguments})
+                parsed = arguments if exc.reason == "schema" else {}
+                invalid.append(Step(ToolCall(call.name, parsed, id=call_id), obs, turn_index, 0.0, "", None, True))
+                self.pending.append((call_id, obs))
+                continue
+            actions.append(ToolCall(call.name, arguments, id=call_id))
+            self.pending.append((call_id, None))
+        assistant: dict[str, Any] = {"role": "assistant", "content": response.content or None, "tool_calls": wire_calls}
+        self.messages.append(assistant)
+        if invalid:
+            if response.content:
+                invalid[0].thought = response.content
+            if not actions:
+                invalid[0].usage = response.usage
+            # Not executed by the kernel: recorded here so they count in the trajectory (and in max_steps).
+            state.trajectory.steps.extend(invalid)
+        self._record(state)
+        thought = response.content if not invalid else ""
+        return Turn(list(actions), usage=response.usage, thought=thought)
