@@ -46,16 +46,19 @@ class RubricJudge:
         usage: Usage | None = None,
         extra: Mapping[str, float] | None = None,
         overall: float | None = None,
+        veto: str = "",
     ) -> JudgeResult:
         dims = {name: round(max(0.0, min(1.0, float(scores[name]))), 4) for name in self.rubric.names}
         score = round(self.rubric.combine(dims) if overall is None else max(0.0, min(1.0, overall)), 4)
-        passed = score >= self.rubric.pass_threshold
+        passed = score >= self.rubric.pass_threshold and not veto
         dimensions: dict[str, float] = dict(dims)
         dimensions.update(extra or {})
         if self.reward_weights is not None:
             dimensions["reward"] = compute_reward(verdicts, score, self.reward_weights).reward
         dimensions["passed"] = 1.0 if passed else 0.0
         lines = [summary] if summary else []
+        if veto and score >= self.rubric.pass_threshold:
+            lines.append(f"fails despite the score: {veto}")
         lines += [f"{name} {dims[name]:.2f}: {notes.get(name, '')}".rstrip(": ") for name in self.rubric.names]
         return JudgeResult(score=score, dimensions=dimensions, rationale="\n".join(lines), passed=passed, usage=usage)
 

@@ -3,7 +3,9 @@
 Aggregation (``aggregate:``):
 
 - ``mean`` / ``median``: the overall score and every dimension are the mean / median of
-  the judges'; the ensemble passes when that score reaches ``pass_threshold``;
+  the judges'; the ensemble passes when that score reaches ``pass_threshold`` (default:
+  the first judge's rubric threshold), unless the judges are unanimous, in which case
+  their common verdict stands;
 - ``majority``: the ensemble passes when more than half of the judges pass (a tie fails);
   the score is the mean score and dimensions are medians.
 
@@ -97,6 +99,8 @@ class EnsembleJudge:
             score = statistics.fmean(scores)
         if self.aggregate == "majority":
             passed = sum(votes) * 2 > len(votes)
+        elif all(votes) or not any(votes):
+            passed = votes[0]  # unanimous judges are not overruled by an averaged score
         else:
             passed = score >= self.pass_threshold
         center = statistics.fmean if self.aggregate == "mean" else statistics.median
