@@ -1,0 +1,376 @@
+"""``agentsynth bench``: benchmark a policy on a pack (pass@1, pass^k, Wilson CIs, per tier),
+compare two policies with a paired test, and gate CI on a minimum pass rate.
+
+Exit status: 0 ok, 1 below ``--min-pass-rate``, 2 bad input, 3 stopped early (budget).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import click
+
+GATE_METRICS = ("pass@1", "pass^k")
+
+
+# --- parsing --------------------------------------------------------------------------------------
+
+
+def parse_policy(text: str, *, option: str = "--policy") -> Any:
+    """A policy ComponentSpec from ``NAME``, ``NAME,key=value,...``, inline YAML ``{type: ..., ...}``
+    or a YAML file holding such a mapping."""
+    import yaml
+
+    from ..errors import SpecError
+    from ..spec import ComponentSpec, read_yaml, structure
+
+    text = text.strip()
+    if not text:
+        raise SpecError(option, ["expected a policy name, e.g. 'oracle'"])
+    path = Path(text)
+    if path.suffix in (".yaml", ".yml", ".json") and path.is_file():
+        data = read_yaml(path)
+        if isinstance(data, dict) and "policy" in data and "type" not in data:
+            data = data["policy"]
+        return structure(data, ComponentSpec, source=str(path), prefix="policy")
+    if text.startswith("{"):
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise SpecError(option, [f"invalid inline YAML: {getattr(exc, 'problem', exc)}"]) from None
+        return _absolute_files(structure(data, ComponentSpec, source=option))
+    name, *pairs = [p.strip() for p in text.split(",")]
+    params: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise SpecError(option, [f"{pair!r}: expected key=value (e.g. 'llm,model=openai/gpt-4o-mini')"])
+        try:
+            params[key.strip()] = yaml.safe_load(value) if value else ""
+        except yaml.YAMLError:
+            params[key.strip()] = value
+    return _absolute_files(ComponentSpec(name, params))
+
+
+def _absolute_files(cspec: Any) -> Any:
+    """``function: agent.py:act`` given on the command line means agent.py in the current directory."""
+    from ..spec import ComponentSpec
+
+    function = cspec.params.get("function")
+    if isinstance(function, str) and ".py:" in function:
+        file, _, attr = function.rpartition(":")
+        if not Path(file).is_absolute() and Path(file).is_file():
+            return ComponentSpec(cspec.type, {**cspec.params, "function": f"{Path(file).resolve()}:{attr}"})
+    return cspec
+
+
+def parse_rate(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
+    """``0.8``, ``80%`` or ``80`` -> 0.8."""
+    if value is None:
+        return None
+    text = value.strip()
+    try:
+        rate = float(text.rstrip("%"))
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not a rate (use 0.8 or 80%)") from None
+    if text.endswith("%") or rate > 1:
+        rate /= 100
+    if not 0 <= rate <= 1:
+        raise click.BadParameter(f"{value!r} is not between 0 and 1 (or 0% and 100%)")
+    return rate
+
+
+# --- statistics -----------------------------------------------------------------------------------
+
+
+def _ci(successes: float, n: int) -> list[float]:
+    from ..stats import wilson_interval
+
+    low, high = wilson_interval(successes, n)
+    return [round(low, 4), round(high, 4)]
+
+
+def bench_stats(summary: dict[str, Any]) -> dict[str, Any]:
+    """pass@1 over episodes and pass^k over tasks (unbiased), each with a Wilson 95 % interval,
+    overall and per tier."""
+    k = summary["trials"]
+    tasks = summary["tasks"]
+    key = f"pass_hat_{k}"
+
+    def block(rows: list[dict[str, Any]]) -> dict[str, Any]:
+        episodes = sum(r["trials"] for r in rows)
+        passed = sum(r["passed"] for r in rows)
+        hat = sum(r[key] for r in rows)
+        n = len(rows)
+        return {
+            "tasks": n, "episodes": episodes, "passed": passed,
+            "pass_at_1": round(passed / episodes, 4) if episodes else 0.0, "pass_at_1_ci95": _ci(passed, episodes),
+            "pass_hat_k": round(hat / n, 4) if n else 0.0, "pass_hat_k_ci95": _ci(hat, n),
+        }
+
+    tiers: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in tasks:
+        tiers[row["tier"] or "-"].append(row)
+    return {"k": k, "overall": block(tasks), "tiers": {t: block(rows) for t, rows in sorted(tiers.items())}}
+
+
+def gate(stats: dict[str, Any], summary: dict[str, Any], floor: float | None, metric: str) -> dict[str, Any] | None:
+    if floor is None:
+        return None
+    value = stats["overall"]["pass_at_1" if metric == "pass@1" else "pass_hat_k"]
+    ok = value >= floor and summary["complete"]
+    why = "" if summary["complete"] else "the run did not complete"
+    return {"metric": metric, "min": floor, "value": value, "passed": ok, **({"reason": why} if why else {})}
+
+
+def compare_stats(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    """Per-task pass@1 (and pass^k) of A and B side by side, and an exact paired sign test."""
+    from ..stats import paired_sign_test
+
+    k = a["trials"]
+    key = f"pass_hat_{k}"
+    rows_a = {r["task_id"]: r for r in a["tasks"]}
+    rows_b = {r["task_id"]: r for r in b["tasks"]}
+    common = [t for t in rows_a if t in rows_b]
+    rows = []
+    for t in common:
+        ra, rb = rows_a[t], rows_b[t]
+        rows.append({"task_id": t, "tier": ra["tier"], "a_pass_at_1": ra["pass_at_1"], "b_pass_at_1": rb["pass_at_1"],
+                     "a_pass_hat_k": ra[key], "b_pass_hat_k": rb[key], "diff": rb["pass_at_1"] - ra["pass_at_1"]})
+    test = paired_sign_test([r["a_pass_at_1"] for r in rows], [r["b_pass_at_1"] for r in rows])
+    test["significant_at_0.05"] = test["p_value"] < 0.05
+    test["test"] = "exact two-sided sign test on per-task pass@1 (ties dropped)"
+    return {"tasks": rows, "paired_test": test, "only_in_a": sorted(set(rows_a) - set(rows_b)),
+            "only_in_b": sorted(set(rows_b) - set(rows_a))}
+
+
+# --- rendering ------------------------------------------------------------------------------------
+
+
+def _pct(x: float) -> str:
+    return f"{x:.1%}"
+
+
+def _ci_text(ci: list[float]) -> str:
+    return f"{ci[0]:.0%}–{ci[1]:.0%}"
+
+
+def render_tiers(stats: dict[str, Any], title: str) -> Any:
+    from rich.table import Table
+
+    k = stats["k"]
+    table = Table(title=title)
+    columns = ["tier", "tasks", "episodes", "pass@1", "95% CI"] + ([f"pass^{k}", "95% CI "] if k > 1 else [])
+    for name in columns:
+        table.add_column(name, justify="left" if name == "tier" else "right")
+
+    def add(name: str, b: dict[str, Any], style: str = "") -> None:
+        cells = [name, str(b["tasks"]), str(b["episodes"]), _pct(b["pass_at_1"]), _ci_text(b["pass_at_1_ci95"])]
+        if k > 1:
+            cells += [_pct(b["pass_hat_k"]), _ci_text(b["pass_hat_k_ci95"])]
+        table.add_row(*cells, style=style)
+
+    for tier, b in stats["tiers"].items():
+        add(tier, b)
+    table.add_section()
+    add("all", stats["overall"], "bold")
+    return table
+
+
+def failure_lines(summary: dict[str, Any], limit: int = 400) -> list[str]:
+    """The first failing episode of each task: its failing verdicts (e.g. the unexpected diff) or error."""
+    lines, seen = [], set()
+    for r in summary["results"]:
+        if r["status"] == "passed" or r["task_id"] in seen:
+            continue
+        seen.add(r["task_id"])
+        if r["status"] == "error":
+            why = r["error"]
+        else:
+            why = "; ".join(f"{v['checker']}: {v.get('detail', '')}" for v in r["verdicts"] if not v.get("passed"))
+        why = why if len(why) <= limit else why[: limit - 1] + "…"
+        lines.append(f"  {r['task_id']} (trial {r['trial']}): {why or r['status']}")
+    return lines
+
+
+def render_compare(a: dict[str, Any], b: dict[str, Any], comp: dict[str, Any], names: tuple[str, str]) -> Any:
+    from rich.table import Table
+
+    k = a["trials"]
+    table = Table(title=f"pack {a['pack']['id']} · A = {names[0]} vs B = {names[1]} · {k} trial(s) per task")
+    for col in ("task", "tier", "A pass@1", "B pass@1", "B - A"):
+        table.add_column(col, justify="left" if col in ("task", "tier") else "right")
+    if k > 1:
+        table.add_column(f"A pass^{k}", justify="right")
+        table.add_column(f"B pass^{k}", justify="right")
+    for r in comp["tasks"]:
+        d = r["diff"]
+        style = "green" if d > 0 else "red" if d < 0 else ""
+        cells = [r["task_id"], r["tier"], f"{r['a_pass_at_1']:.2f}", f"{r['b_pass_at_1']:.2f}", f"{d:+.2f}"]
+        if k > 1:
+            cells += [f"{r['a_pass_hat_k']:.2f}", f"{r['b_pass_hat_k']:.2f}"]
+        table.add_row(*cells, style=style)
+    return table
+
+
+# --- the command ----------------------------------------------------------------------------------
+
+
+def _run_one(policy: Any, options: dict[str, Any], run_dir: Path | None, quiet: bool) -> tuple[Any, dict[str, Any]]:
+    from ..plugins import get_host
+    from ..report import summarize
+    from ..spec import Budget, RunSpec, resolve_pack
+    from ._runner import execute_with_progress
+
+    budget = Budget(usd=options["budget_usd"]) if options["budget_usd"] is not None else Budget()
+    spec = RunSpec(policy=policy, pack=options["pack"], split=options["split"], only=list(options["only"]),
+                   trials=options["trials"], seed=options["seed"], concurrency=options["concurrency"],
+                   timeout=options["timeout"], max_steps=options["max_steps"], budget=budget)
+    pack = resolve_pack(spec, base_dir=Path.cwd(), source="bench", host=get_host())
+    run = execute_with_progress(spec, pack, run_dir=run_dir, quiet=quiet)
+    summary = summarize(run)
+    if run_dir is not None:
+        summary["run_dir"] = str(run_dir)
+    return run, summary
+
+
+def _write_json(path: str, data: dict[str, Any]) -> None:
+    text = json.dumps(data, indent=2, default=str)
+    if path == "-":
+        click.echo(text)
+        return
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(text + "\n", encoding="utf-8")
+
+
+@click.command()
+@click.option("--pack", "pack", required=True, metavar="NAME|PATH", help="A registered pack name or a pack path.")
+@click.option("--policy", "policy", metavar="SPEC",
+              help="oracle | NAME,key=value,... | '{type: llm, model: ...}' | policy.yaml")
+@click.option("--compare", nargs=2, metavar="A B", help="Benchmark two policies on the same episodes and compare.")
+@click.option("-k", "--trials", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Trials per task; pass^k counts a task only when all k pass.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Base seed (same seed -> same episodes).")
+@click.option("--split", type=click.Choice(["train", "test", "all"]), default="all", show_default=True)
+@click.option("--only", multiple=True, metavar="TASK", help="Only these task ids (repeatable).")
+@click.option("--concurrency", type=click.IntRange(min=1), default=4, show_default=True)
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=300.0, show_default=True,
+              help="Seconds per episode.")
+@click.option("--max-steps", type=click.IntRange(min=1), default=30, show_default=True)
+@click.option("--budget-usd", type=click.FloatRange(min=0), help="Hard cap on LLM spend for the run.")
+@click.option("--json", "json_path", metavar="PATH", help="Write the machine-readable report ('-' for stdout).")
+@click.option("--min-pass-rate", callback=parse_rate, metavar="RATE",
+              help="Exit 1 when the rate is below RATE (0.8 or 80%). With --compare it applies to B.")
+@click.option("--gate-metric", type=click.Choice(GATE_METRICS), default="pass@1", show_default=True,
+              help="Which rate --min-pass-rate checks.")
+@click.option("--run-dir", type=click.Path(path_type=Path),
+              help="Store results here (resumable); default: in memory only.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar and no tables.")
+@click.pass_context
+def bench(ctx: click.Context, pack: str, policy: str | None, compare: tuple[str, str] | None, trials: int, seed: int,
+          split: str, only: tuple[str, ...], concurrency: int, timeout: float, max_steps: int,
+          budget_usd: float | None, json_path: str | None, min_pass_rate: float | None, gate_metric: str,
+          run_dir: Path | None, quiet: bool) -> None:
+    """Benchmark a policy on a pack: pass@1 and pass^k with Wilson 95% intervals, per tier.
+
+    \b
+    agentsynth bench --pack core --policy oracle
+    agentsynth bench --pack core --policy 'llm,model=openai/gpt-4o-mini' -k 4 --min-pass-rate 0.8
+    agentsynth bench --pack core --compare noop oracle --json report.json
+    """
+    if (policy is None) == (compare is None):
+        raise click.UsageError("give --policy SPEC, or --compare A B (not both)")
+    options = {"pack": pack, "split": split, "only": only, "trials": trials, "seed": seed, "concurrency": concurrency,
+               "timeout": timeout, "max_steps": max_steps, "budget_usd": budget_usd}
+    quiet_tables = quiet or json_path == "-"
+    if compare is None:
+        assert policy is not None
+        run, summary = _run_one(parse_policy(policy), options, run_dir, quiet_tables)
+        stats = bench_stats(summary)
+        summary["bench"] = stats
+        verdict = gate(stats, summary, min_pass_rate, gate_metric)
+        if verdict is not None:
+            summary["bench"]["gate"] = verdict
+        if json_path:
+            _write_json(json_path, summary)
+        if not quiet_tables:
+            _print_single(summary, stats, verdict)
+        code = 3 if run.stopped else 0
+    else:
+        specs = (parse_policy(compare[0], option="--compare A"), parse_policy(compare[1], option="--compare B"))
+        runs = []
+        for label, cspec in zip(("a", "b"), specs, strict=True):
+            runs.append(_run_one(cspec, options, run_dir / label if run_dir else None, quiet_tables))
+        (run_a, sa), (run_b, sb) = runs
+        sa["bench"], sb["bench"] = bench_stats(sa), bench_stats(sb)
+        comp = compare_stats(sa, sb)
+        verdict = gate(sb["bench"], sb, min_pass_rate, gate_metric)
+        out = {"mode": "compare", "a": sa, "b": sb, "comparison": comp, **({"gate": verdict} if verdict else {})}
+        if json_path:
+            _write_json(json_path, out)
+        if not quiet_tables:
+            _print_compare(sa, sb, comp, compare, verdict)
+        code = 3 if (run_a.stopped or run_b.stopped) else 0
+    if verdict is not None and not verdict["passed"]:
+        code = 1
+    ctx.exit(code)
+
+
+def _gate_line(verdict: dict[str, Any] | None) -> str | None:
+    if verdict is None:
+        return None
+    mark = "[green]PASS[/]" if verdict["passed"] else "[red]FAIL[/]"
+    extra = f" ({verdict['reason']})" if verdict.get("reason") else ""
+    return f"gate {mark}: {verdict['metric']} {verdict['value']:.1%} vs minimum {verdict['min']:.1%}{extra}"
+
+
+def _print_single(summary: dict[str, Any], stats: dict[str, Any], verdict: dict[str, Any] | None) -> None:
+    from rich.console import Console
+
+    from ..report import render_summary, summary_lines
+
+    console = Console()
+    console.print(render_summary(summary))
+    k = stats["k"]
+    console.print(render_tiers(stats, f"per tier · {k} trial(s) per task"))
+    o = stats["overall"]
+    console.print(f"pass@1 {_pct(o['pass_at_1'])} {_ci_text(o['pass_at_1_ci95'])} over {o['episodes']} episodes; "
+                  f"pass^{k} {_pct(o['pass_hat_k'])} {_ci_text(o['pass_hat_k_ci95'])} over {o['tasks']} tasks "
+                  "(Wilson 95% intervals)", highlight=False)
+    for line in summary_lines(summary)[1:]:
+        if not line.startswith(f"pass^{k} "):
+            console.print(line, highlight=False)
+    failures = failure_lines(summary)
+    if failures:
+        console.print("failures (first failing trial of each task):", highlight=False)
+        for line in failures:
+            console.print(line, highlight=False, markup=False)
+    if summary.get("run_dir"):
+        console.print(f"run directory: {summary['run_dir']}", highlight=False)
+    line = _gate_line(verdict)
+    if line:
+        console.print(line, highlight=False)
+
+
+def _print_compare(a: dict[str, Any], b: dict[str, Any], comp: dict[str, Any], names: tuple[str, str],
+                   verdict: dict[str, Any] | None) -> None:
+    from rich.console import Console
+
+    console = Console()
+    console.print(render_compare(a, b, comp, names))
+    k = a["trials"]
+    for label, name, s in (("A", names[0], a), ("B", names[1], b)):
+        o = s["bench"]["overall"]
+        console.print(f"{label} {name}: pass@1 {_pct(o['pass_at_1'])} {_ci_text(o['pass_at_1_ci95'])}, "
+                      f"pass^{k} {_pct(o['pass_hat_k'])} {_ci_text(o['pass_hat_k_ci95'])}", highlight=False)
+    t = comp["paired_test"]
+    sig = "significant" if t["significant_at_0.05"] else "not significant"
+    console.print(f"paired sign test over {len(comp['tasks'])} tasks: B better on {t['wins_b']}, A better on "
+                  f"{t['wins_a']}, ties {t['ties']}; mean difference {t['mean_diff']:+.3f}, "
+                  f"p = {t['p_value']:.4g} ({sig} at 0.05)", highlight=False)
+    line = _gate_line(verdict)
+    if line:
+        console.print(line.replace("gate", "gate (B)", 1), highlight=False)
