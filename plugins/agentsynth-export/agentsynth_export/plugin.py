@@ -1,0 +1,34 @@
+"""The agentsynth-export plugin: exporters, importers and the export/import/dedup commands."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentsynth_kernel import hookimpl
+
+
+@hookimpl
+def register_exporters(register: Any) -> None:
+    from .exporters import EXPORTERS
+
+    for name, (cls, description) in EXPORTERS.items():
+        register(name, cls, description=description)
+
+
+@hookimpl
+def register_importers(register: Any) -> None:
+    from .importers import AnthropicImporter, AutoImporter, OpenAIImporter, OtelImporter
+
+    register("openai", OpenAIImporter, description="OpenAI chat logs with tool_calls (JSONL or JSON array)")
+    register("anthropic", AnthropicImporter, description="Anthropic Messages with tool_use/tool_result blocks")
+    register("otel", OtelImporter, description="OpenTelemetry GenAI spans (OTLP JSON / console exporter), one trajectory per trace")
+    register("auto", AutoImporter, description="Detect openai / anthropic / otel from the first record")
+
+
+@hookimpl
+def register_commands(cli: Any) -> None:
+    from .cli import dedup_cmd, export_cmd, import_cmd
+
+    for name, command in (("export", export_cmd), ("import", import_cmd), ("dedup", dedup_cmd)):
+        if name not in cli.commands:
+            cli.add_command(command, name)
