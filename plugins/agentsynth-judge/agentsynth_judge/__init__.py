@@ -11,6 +11,7 @@ from .base import RubricJudge, score_sync
 from .calibrate import Calibration, calibrate_results, read_run
 from .ensemble import EnsembleJudge
 from .heuristic import HeuristicJudge, gather_evidence
+from .llm_judge import JudgeOutputError, LLMJudge, parse_reply, render_trajectory, score_schema
 from .metadata import METADATA
 from .pairwise import PairwiseResult, Preference, PreferencePair, compare, preference_pairs
 from .reward import DEFAULT_WEIGHTS, Reward, RewardWeights, compute_reward
@@ -20,8 +21,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "DEFAULT_RUBRIC", "DEFAULT_WEIGHTS", "METADATA", "Calibration", "Confusion", "Dimension", "EnsembleJudge",
-    "HeuristicJudge", "PairwiseResult", "Preference", "PreferencePair", "Reward", "RewardWeights", "Rubric",
+    "HeuristicJudge", "JudgeOutputError", "LLMJudge", "PairwiseResult", "Preference", "PreferencePair", "Reward", "RewardWeights", "Rubric",
     "RubricJudge", "agreement_stats", "calibrate_results", "cohen_kappa", "compare", "compute_reward",
-    "fleiss_kappa", "gather_evidence", "load_rubric", "parse_rubric", "preference_pairs", "rank_auc", "read_run",
-    "score_sync",
+    "fleiss_kappa", "gather_evidence", "load_rubric", "parse_reply", "parse_rubric", "preference_pairs", "rank_auc", "read_run",
+    "render_trajectory", "score_schema", "score_sync",
 ]

@@ -8,12 +8,15 @@ from agentsynth_kernel import hookimpl
 
 from .ensemble import EnsembleSpec, make_ensemble
 from .heuristic import HeuristicSpec, make_heuristic
+from .llm_judge import LLMJudgeSpec, make_llm
 
 
 @hookimpl
 def register_judges(register: Any) -> None:
     register("heuristic", make_heuristic, spec_cls=HeuristicSpec,
              description="Deterministic rubric judge from the trajectory and verdicts (no LLM; offline default)")
+    register("llm", make_llm, spec_cls=LLMJudgeSpec,
+             description="A chat model scores the rubric (validated JSON, re-asked when invalid), via the kernel LLM client")
     register("ensemble", make_ensemble, spec_cls=EnsembleSpec,
              description="Several judges aggregated by mean / median / majority, with agreement stats")
 

@@ -24,6 +24,8 @@ from agentsynth_kernel.records import Action
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
+pytest_plugins = ["agentsynth_kernel.testing.pytest_plugin"]  # llm_server, llm_client
+
 _STR = {"type": "string"}
 NOTE_TOOLS = [
     ToolSpec("write", "Write a note", {"type": "object", "properties": {"key": _STR, "value": _STR},
