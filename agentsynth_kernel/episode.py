@@ -37,6 +37,7 @@ class SyncWorker:
     def __init__(self) -> None:
         self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
+        self.busy = 0  # calls submitted and not yet settled (one may be stuck after a timeout)
 
     def _run(self) -> None:
         while True:
@@ -47,9 +48,14 @@ class SyncWorker:
             try:
                 result = fn(*args)
             except BaseException as exc:  # handed to the awaiting coroutine
-                loop.call_soon_threadsafe(_settle, future, None, exc)
+                outcome: tuple[Any, BaseException | None] = (None, exc)
             else:
-                loop.call_soon_threadsafe(_settle, future, result, None)
+                outcome = (result, None)
+            self.busy -= 1
+            try:
+                loop.call_soon_threadsafe(_settle, future, *outcome)
+            except RuntimeError:  # the loop is gone (run ended while this call was stuck)
+                pass
 
     async def call(self, fn: Callable[..., Any], *args: Any) -> Any:
         """Await ``fn(*args)``: coroutine functions directly, plain functions on the worker thread."""
@@ -60,6 +66,7 @@ class SyncWorker:
             self._thread.start()
         loop = asyncio.get_running_loop()
         future = loop.create_future()
+        self.busy += 1  # decremented by the thread when the call returns, even if nobody awaits it
         self._jobs.put((fn, args, future, loop))
         result = await future
         if inspect.isawaitable(result):  # a sync method that returned a coroutine
@@ -152,7 +159,10 @@ class Episode:
                 traj.metadata["stopped"] = "max_steps"
                 break
             state.steps_left = max_steps - len(traj.steps)
-            turn = normalize_actions(await self._stage("policy", policy.act, state))
+            try:
+                turn = normalize_actions(await self._stage("policy", policy.act, state))
+            except TypeError as exc:  # the policy returned something that is not an action
+                raise StageError("policy", exc) from exc
             if turn.usage is not None:
                 self.usage = self.usage + turn.usage
             for i, action in enumerate(turn.actions):
@@ -205,7 +215,14 @@ class Episode:
     async def close(self) -> None:
         try:
             if self.env is not None and getattr(self.env, "close", None) is not None:
-                await asyncio.wait_for(self._stage("environment", self.env.close), timeout=30)
+                # After a timeout the episode's thread may still be stuck in a sync call:
+                # close on a fresh thread rather than queue behind it.
+                worker = self.worker if not self.worker.busy else SyncWorker()
+                try:
+                    await asyncio.wait_for(worker.call(self.env.close), timeout=30)
+                finally:
+                    if worker is not self.worker:
+                        worker.stop()
         except Exception as exc:  # a failing close is recorded but does not change the verdict
             self.trajectory.metadata["close_error"] = f"{type(exc).__name__}: {exc}"
         finally:
