@@ -347,7 +347,7 @@ def _print_single(summary: dict[str, Any], stats: dict[str, Any], verdict: dict[
     if failures:
         console.print("failures (first failing trial of each task):", highlight=False)
         for line in failures:
-            console.print(line, highlight=False, markup=False)
+            console.print(line, highlight=False, markup=False, soft_wrap=True)
     if summary.get("run_dir"):
         console.print(f"run directory: {summary['run_dir']}", highlight=False)
     line = _gate_line(verdict)
