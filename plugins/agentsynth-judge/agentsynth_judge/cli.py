@@ -49,7 +49,7 @@ def judge() -> None:
 
 
 @judge.command()
-@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.argument("run_dirs", metavar="RUN_DIR...", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--judge", "judge_name", metavar="TYPE", help="Judge to calibrate (default: the run's judge, else heuristic).")
 @click.option("--judge-spec", type=click.Path(path_type=Path), help="YAML file with the judge spec ({type: llm, model: ...}).")
 @click.option("--with-verdicts", is_flag=True, help="Let the judge see the checkers' verdicts (default: blind).")
@@ -57,21 +57,30 @@ def judge() -> None:
 @click.option("--threshold", type=click.FloatRange(0, 1), help="Pass threshold on the judge score (default: the judge's).")
 @click.option("--episodes", is_flag=True, help="Include per-episode judgements in the JSON report.")
 @click.option("--json", "json_path", metavar="PATH", help="Write the report as JSON ('-' for stdout).")
-def calibrate(run_dir: Path, judge_name: str | None, judge_spec: Path | None, with_verdicts: bool, stored: bool,
-              threshold: float | None, episodes: bool, json_path: str | None) -> None:
-    """How well a judge's pass/fail agrees with the world-state verdicts of RUN_DIR.
+def calibrate(run_dirs: tuple[Path, ...], judge_name: str | None, judge_spec: Path | None, with_verdicts: bool,
+              stored: bool, threshold: float | None, episodes: bool, json_path: str | None) -> None:
+    """How well a judge's pass/fail agrees with the world-state verdicts of one or more runs.
 
-    Reports accuracy, Cohen's kappa, the confusion matrix (judge vs world),
-    precision, recall and the rank AUC of the judge's scores.
+    Every passed/failed episode is a labelled example (the checkers read the world's
+    end state). The judge re-scores each stored trajectory blind (without the verdicts)
+    unless --with-verdicts or --stored. Reports accuracy, Cohen's kappa, the confusion
+    matrix (judge vs world), precision, recall and the rank AUC of the judge's scores.
+    Give several run directories (e.g. a strong and a weak policy) to calibrate on both.
     """
     from .calibrate import calibrate_results, read_run
 
-    results, run_spec = read_run(run_dir)
+    results = []
+    run_spec: dict[str, Any] = {}
+    for i, run_dir in enumerate(run_dirs):
+        found, spec = read_run(run_dir)
+        results += found
+        if i == 0:
+            run_spec = spec
     judge_obj, label = (None, "stored") if stored else _judge_from_options(judge_name, judge_spec, run_spec)
     report = asyncio.run(calibrate_results(results, judge_obj, judge_name=label, with_verdicts=with_verdicts,
                                            stored=stored, threshold=threshold))
     data = report.to_dict(episodes=episodes)
-    data["run_dir"] = str(run_dir)
+    data["run_dirs"] = [str(d) for d in run_dirs]
     data["blind"] = not (with_verdicts or stored)
     if json_path:
         text = json.dumps(data, indent=2)
@@ -81,7 +90,8 @@ def calibrate(run_dir: Path, judge_name: str | None, judge_spec: Path | None, wi
         Path(json_path).parent.mkdir(parents=True, exist_ok=True)
         Path(json_path).write_text(text + "\n", encoding="utf-8")
     c = report.confusion
-    click.echo(f"judge {label} on {run_dir}: {c.n} episodes"
+    where = ", ".join(str(d) for d in run_dirs)
+    click.echo(f"judge {label} on {where}: {c.n} episodes"
                + (f" ({report.skipped} skipped: errors or no trajectory)" if report.skipped else "")
                + ("" if data["blind"] else " [judge saw the verdicts]"))
     if c.n == 0:
@@ -95,20 +105,22 @@ def calibrate(run_dir: Path, judge_name: str | None, judge_spec: Path | None, wi
 
 
 @judge.command()
-@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.argument("run_dirs", metavar="RUN_DIR...", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("-o", "--output", type=click.Path(path_type=Path), required=True, help="JSONL file of DPO rows.")
 @click.option("--judge", "judge_name", metavar="TYPE", help="Judge for same-outcome pairs (default: outcome pairs only).")
 @click.option("--judge-spec", type=click.Path(path_type=Path), help="YAML file with the judge spec.")
 @click.option("--min-margin", type=float, default=0.0, show_default=True, help="Drop judge pairs with a smaller margin.")
 @click.option("--max-pairs", type=click.IntRange(min=1), default=4, show_default=True, help="Pairs per task at most.")
 @click.option("--no-swap", is_flag=True, help="Ask a pairwise judge once (shuffled order) instead of in both orders.")
-def pairs(run_dir: Path, output: Path, judge_name: str | None, judge_spec: Path | None, min_margin: float,
+def pairs(run_dirs: tuple[Path, ...], output: Path, judge_name: str | None, judge_spec: Path | None, min_margin: float,
           max_pairs: int, no_swap: bool) -> None:
-    """Preference pairs from RUN_DIR: passed over failed, then swap-consistent judge preferences."""
+    """DPO preference pairs from one or more runs of the same pack: for each task, a passed episode
+    over a failed one (the world decides), then swap-consistent judge preferences between
+    episodes with the same outcome."""
     from .calibrate import read_run
     from .pairwise import preference_pairs
 
-    results, _ = read_run(run_dir)
+    results = [r for run_dir in run_dirs for r in read_run(run_dir)[0]]
     judge_obj = None
     if judge_name or judge_spec:
         judge_obj, _label = _judge_from_options(judge_name, judge_spec, {})

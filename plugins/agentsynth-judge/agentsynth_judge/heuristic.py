@@ -11,7 +11,8 @@ default dimension:
   not run out of steps.
 - ``tool_correctness``: the fraction of tool calls that named a known tool, had arguments
   matching the tool's JSON Schema (required keys, types, no unknown keys when
-  ``additionalProperties`` is false) and did not return an error. 0.5 when tools were
+  ``additionalProperties`` is false; skipped when the trajectory carries no tool specs,
+  e.g. an imported trace) and did not return an error. 0.5 when tools were
   offered and none was called; 1 when no tools exist.
 - ``faithfulness``: the fraction of numbers and quoted strings in the final answer that
   appear in the instruction, the observations or the agent's own call arguments; capped
@@ -151,7 +152,12 @@ def gather_evidence(trajectory: Trajectory, rules: Mapping[str, re.Pattern[str]]
         ev.calls += 1
         obs = step.observation
         content = obs.content if obs is not None else ""
-        problems = ["unknown tool"] if step.invalid else argument_problems(call, tools.get(call.name))
+        if step.invalid:
+            problems = ["unknown tool"]
+        elif tools:
+            problems = argument_problems(call, tools.get(call.name))
+        else:  # e.g. an imported trace without tool specs: nothing to check the arguments against
+            problems = []
         failed = bool(step.invalid or (obs is not None and obs.error))
         if failed or problems:
             ev.bad_calls.append(f"{call.name}: {'; '.join(problems) or 'returned an error'}")

@@ -113,15 +113,30 @@ def test_calibrate_command(run_dir, tmp_path):
     assert json.loads(out.output)["confusion"] == {"tp": 1, "fp": 1, "fn": 1, "tn": 2}
     stored = json.loads(runner.invoke(cli, ["judge", "calibrate", str(run_dir), "--stored", "--json", "-"]).output)
     assert stored["accuracy"] == 1.0 and stored["blind"] is False
+    twice = json.loads(runner.invoke(cli, ["judge", "calibrate", str(run_dir), str(run_dir), "--json", "-"]).output)
+    assert twice["n"] == 10 and twice["confusion"] == {"tp": 2, "fp": 2, "fn": 2, "tn": 4}
 
 
 def test_pairs_command(run_dir, tmp_path):
     out_file = tmp_path / "pairs.jsonl"
     res = CliRunner().invoke(cli, ["judge", "pairs", str(run_dir), "-o", str(out_file)])
     assert res.exit_code == 0, res.output
-    rows = [json.loads(line) for line in out_file.read_text().splitlines()]
     # each task ran once, so no task has both a passed and a failed episode
-    assert rows == [] and "0 pairs" in res.output
+    assert out_file.read_text() == "" and "0 pairs" in res.output
+    # a second run where 'noop' is solved: one outcome pair for that task
+    fixed = SPEC.replace('metadata: {script: [{answer: ""}]}',
+                         f'metadata: {{script: [{W % "blue"}, {{answer: "The note \'color\' is now blue."}}]}}')
+    spec_file = write_spec(tmp_path / "spec.yaml", fixed)
+    res = CliRunner().invoke(cli, ["run", str(spec_file), "--run-dir", str(tmp_path / "run2"), "-q"])
+    assert res.exit_code == 0, res.output
+    res = CliRunner().invoke(cli, ["judge", "pairs", str(run_dir), str(tmp_path / "run2"), "-o", str(out_file),
+                                   "--judge", "heuristic"])
+    assert res.exit_code == 0, res.output
+    rows = [json.loads(line) for line in out_file.read_text().splitlines()]
+    assert [(r["task_id"], r["source"]) for r in rows] == [("noop", "outcome")]
+    assert rows[0]["chosen"][0]["tool_calls"][0]["function"]["name"] == "write"
+    assert rows[0]["rejected"] == [{"role": "assistant", "content": ""}]
+    assert rows[0]["prompt"][-1]["role"] == "user"
 
 
 def test_agentsynth_run_with_a_judge_end_to_end(tmp_path):

@@ -124,3 +124,10 @@ def test_custom_rubric_subset_and_unknown_dimension():
     with pytest.raises(SpecError) as err:
         HeuristicJudge(rubric={"dimensions": [{"name": "style", "weight": 1}]})
     assert "rubric.dimensions[0].name: the heuristic judge cannot score 'style'" in str(err.value)
+
+
+def test_imported_trace_without_tool_specs_is_not_penalised_for_unknown_tools():
+    t = traj(read("color", "red"), write("color", "blue"), "The note 'color' is now blue.")
+    t.tools = []
+    r = HeuristicJudge().score(t, PASS)
+    assert r.dimensions["tool_correctness"] == 1.0 and r.score == 1.0
