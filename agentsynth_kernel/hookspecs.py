@@ -29,8 +29,11 @@ The signature of every ``register`` callback is::
 (everything beside ``type:``). If ``spec_cls`` (an attrs class) is given, the
 parameters are first structured into it with path-qualified errors and the
 factory is called as ``factory(spec)``; otherwise unknown parameters are
-detected from the factory's signature. A factory that takes ``base_dir``
-receives the directory of the file that declared it, to resolve relative paths.
+detected from the factory's signature. Context is passed only to factories
+that declare it by name: ``base_dir`` (the directory of the file that declared
+the component, to resolve relative paths), ``task`` and ``pack`` (the current
+Task and Pack), and ``run`` (the RunInfo; ``run.services`` holds run-scoped
+shared objects such as the LLM client that enforces the run's budget).
 
 Hooks are called synchronously at load time unless their docstring says
 otherwise. A hook that raises is reported against its plugin and skipped; the
