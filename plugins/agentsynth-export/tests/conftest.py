@@ -90,5 +90,6 @@ def run_dir(tmp_path: Path) -> Path:
 def agentsynth(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     """Run the real `agentsynth` console script of this environment."""
     exe = Path(sys.executable).parent / "agentsynth"
-    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "HF_DATASETS_OFFLINE": "1"}
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "HF_DATASETS_OFFLINE": "1",
+           "AGENTSYNTH_LOAD_PLUGINS": "export"}
     return subprocess.run([str(exe), *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=120)

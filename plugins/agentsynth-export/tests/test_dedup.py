@@ -1,0 +1,159 @@
+from __future__ import annotations
+
+import json
+import random
+
+import numpy as np
+import pytest
+from agentsynth_export.common import CANARY_PREFIX, tokens
+from agentsynth_export.dedup import (
+    Decontaminator,
+    Deduplicator,
+    LSHDeduper,
+    MinHasher,
+    SortedIndex,
+    optimal_bands,
+)
+from conftest import agentsynth, make_result, write_run
+
+from agentsynth_kernel.store import RunStore
+
+WORDS = [f"w{i}" for i in range(5000)]
+
+
+def doc(rng: random.Random, n: int = 60) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(n))
+
+
+def jaccard(a: str, b: str, n: int = 5) -> float:
+    def sh(t):
+        toks = tokens(t)
+        return {tuple(toks[i : i + n]) for i in range(len(toks) - n + 1)}
+
+    x, y = sh(a), sh(b)
+    return len(x & y) / len(x | y)
+
+
+def test_minhash_estimates_jaccard():
+    rng = random.Random(0)
+    hasher = MinHasher(num_perm=256, ngram=5)
+    base = doc(rng, 200)
+    words = base.split()
+    for changes in (0, 5, 20, 60):
+        other = words[:]
+        for i in rng.sample(range(len(words)), changes):
+            other[i] = "zz" + str(i)
+        b = " ".join(other)
+        sigs = hasher.signatures([base, b])
+        est = float((sigs[0] == sigs[1]).mean())
+        assert est == pytest.approx(jaccard(base, b), abs=0.08)
+    # signatures do not depend on the batch a text is in
+    a = hasher.signatures([base])
+    c = hasher.signatures([doc(rng), base, doc(rng)], max_rows=50)
+    assert (a[0] == c[1]).all()
+
+
+def test_optimal_bands_fit_the_threshold():
+    for threshold in (0.5, 0.8, 0.9):
+        b, r = optimal_bands(threshold, 128)
+        assert b * r <= 128
+        assert abs((1 / b) ** (1 / r) - threshold) < 0.12
+
+
+def test_sorted_index_keeps_smallest_id_across_levels():
+    idx = SortedIndex()
+    rng = np.random.default_rng(0)
+    truth: dict[int, int] = {}
+    next_id = 0
+    for _ in range(40):
+        keys = rng.integers(0, 500, size=30).astype(np.uint64)
+        ids = np.arange(next_id, next_id + 30)
+        next_id += 30
+        for k, i in zip(keys.tolist(), ids.tolist(), strict=True):
+            truth.setdefault(k, i)
+        idx.add(keys, ids)
+    assert len(idx.levels) < 10
+    q = np.arange(0, 600, dtype=np.uint64)
+    assert idx.lookup(q).tolist() == [truth.get(k, -1) for k in range(600)]
+
+
+def test_near_duplicates_found_within_and_across_batches():
+    rng = random.Random(1)
+    originals = [doc(rng) for _ in range(300)]
+    near = []
+    for text in originals[:100]:
+        words = text.split()
+        words[rng.randrange(len(words))] = "changed"
+        near.append(" ".join(words))
+    texts = originals + near
+    order = list(range(len(texts)))
+    hasher = MinHasher()
+    lsh = LSHDeduper(0.7)
+    flags = np.concatenate([lsh.add_batch(hasher.signatures([texts[i] for i in order[s : s + 64]]))
+                            for s in range(0, len(order), 64)])
+    assert flags[:300].sum() == 0  # distinct random documents are kept
+    assert flags[300:].sum() >= 97  # one changed word in 60 is a near duplicate
+
+
+def test_deduplicator_on_episode_results_exact_near_and_threshold():
+    rng = random.Random(2)
+    texts = [doc(rng, 40) for _ in range(20)]
+    results = [make_result(f"t{i}", 0, True, instruction=t) for i, t in enumerate(texts)]
+    results.append(make_result("t0", 1, True, instruction=texts[0].upper() + "  !!"))  # exact after normalization
+    words = texts[1].split()
+    words[5] = "different"
+    results.append(make_result("t1", 1, True, instruction=" ".join(words)))  # near
+    d = Deduplicator(batch_size=8)
+    kept = list(d.filter(results))
+    assert len(kept) == 20 and [r.key for r in kept] == [r.key for r in results[:20]]
+    assert d.report()["exact"] == 1 and d.report()["near"] == 1
+    strict = Deduplicator(threshold=0.99)
+    assert len(list(strict.filter(results))) == 21  # only the exact one at a 0.99 threshold
+    assert Deduplicator(near=False).report()["seen"] == 0
+
+
+def test_decontamination_by_ngram_overlap_and_canary():
+    decon = Decontaminator(
+        [("bench/q1", "Find the three customers with the highest total order value in March"),
+         ("bench/short", "reverse the list")],
+        ngram=5, threshold=0.5,
+    )
+    assert decon.check_text("Please find the three customers with the highest total order value in March 2024.") == "task:bench/q1"
+    assert decon.check_text("Find the customers in March") is None
+    assert decon.check_text("then reverse the list twice") == "task:bench/short"
+    assert decon.check_text("reverse the listing") is None
+    assert decon.check_text(f"leaked {CANARY_PREFIX}1234") == "canary"
+    clean = make_result("ok", 0, True, instruction="Add two numbers")
+    dirty = make_result("bad", 0, True, instruction="Find the three customers with the highest total order value in March")
+    d = Deduplicator(exact=False, near=False, decontaminator=decon, scope="instruction")
+    assert [r.task_id for r in d.filter([clean, dirty])] == ["ok"]
+    assert d.report()["contamination"] == {"task:bench/q1": 1}
+
+
+def test_dedup_command_writes_a_new_run(tmp_path):
+    pack = tmp_path / "bench"
+    pack.mkdir()
+    (pack / "pack.yaml").write_text(
+        "id: bench\nenvironment: {type: whatever}\ntasks:\n"
+        "  - id: leak\n    instruction: Count the rows of the orders table whose status is shipped\n"
+    )
+    rs = [make_result("a", 0, True), make_result("a", 1, True), make_result("b", 0, True),
+          make_result("c", 0, True, instruction="Count the rows of the orders table whose status is shipped"),
+          make_result("d", 0, False, answer="x")]
+    rs[2] = make_result("b", 0, True, instruction=rs[0].trajectory.instruction.replace("(a)", "(b)"))
+    run = write_run(tmp_path / "run", rs)
+    proc = agentsynth("dedup", str(run), "--decontaminate", str(pack), "--threshold", "0.6", "--json")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert (report["seen"], report["exact"], report["near"], report["contaminated"], report["kept"]) == (5, 1, 1, 1, 2)
+    out = tmp_path / "run-dedup"
+    store = RunStore(out)
+    assert [r.task_id for r in store.results()] == ["a", "d"]
+    assert store.get_meta("dedup")["kept"] == 2 and store.get_meta("run_id") == "r123"
+    store.close()
+    proc = agentsynth("dedup", str(run), "--dry-run", "--no-near", "--threshold", "0.9")
+    assert proc.returncode == 0 and "kept 4, exact duplicates 1, near duplicates 0" in proc.stdout
+    proc = agentsynth("dedup", str(run))  # the default output exists and is full
+    assert proc.returncode == 2 and "already holds 2 episodes" in proc.stderr
+    proc = agentsynth("dedup", str(run), "-o", str(tmp_path / "o2"), "--decontaminate", "no-such-pack")
+    assert proc.returncode == 2 and "no such pack" in proc.stderr and "Traceback" not in proc.stderr
