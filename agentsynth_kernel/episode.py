@@ -25,57 +25,81 @@ from .records import Answer, EpisodeResult, Observation, Step, Trajectory, Usage
 from .spec import ComponentSpec, Pack, Task, build
 
 
-class SyncWorker:
-    """Runs one episode's sync component methods on one daemon thread.
-
-    Sync plugins (sqlite3 connections are bound to their thread) see a single
-    thread for the whole episode, the event loop stays free for other episodes,
-    and a sync call that hangs can be abandoned on timeout without blocking
-    interpreter exit.
-    """
+class _WorkerThread:
+    """A daemon thread running submitted calls in order; reused across episodes."""
 
     def __init__(self) -> None:
-        self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self._thread: threading.Thread | None = None
-        self.busy = 0  # calls submitted and not yet settled (one may be stuck after a timeout)
+        self.jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self.busy = 0  # calls submitted and not yet returned (one may be stuck after a timeout)
+        threading.Thread(target=self._run, name="agentsynth-episode", daemon=True).start()
 
     def _run(self) -> None:
         while True:
-            job = self._jobs.get()
+            job = self.jobs.get()
             if job is None:
                 return
             fn, args, future, loop = job
             try:
-                result = fn(*args)
+                outcome: tuple[Any, BaseException | None] = (fn(*args), None)
             except BaseException as exc:  # handed to the awaiting coroutine
-                outcome: tuple[Any, BaseException | None] = (None, exc)
-            else:
-                outcome = (result, None)
+                outcome = (None, exc)
             self.busy -= 1
             try:
                 loop.call_soon_threadsafe(_settle, future, *outcome)
             except RuntimeError:  # the loop is gone (run ended while this call was stuck)
                 pass
 
+
+_idle: list[_WorkerThread] = []
+_idle_lock = threading.Lock()
+_MAX_IDLE = 64
+
+
+class SyncWorker:
+    """Runs one episode's sync component methods on one daemon thread.
+
+    Sync plugins (sqlite3 connections are bound to their thread) see a single
+    thread for the whole episode, the event loop stays free for other episodes,
+    and a sync call that hangs can be abandoned on timeout without blocking
+    interpreter exit. Threads are pooled: starting one per episode costs more
+    than a whole no-op episode.
+    """
+
+    def __init__(self) -> None:
+        self._thread: _WorkerThread | None = None
+
+    @property
+    def busy(self) -> int:
+        return self._thread.busy if self._thread is not None else 0
+
     async def call(self, fn: Callable[..., Any], *args: Any) -> Any:
         """Await ``fn(*args)``: coroutine functions directly, plain functions on the worker thread."""
         if inspect.iscoroutinefunction(fn):
             return await fn(*args)
         if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="agentsynth-episode", daemon=True)
-            self._thread.start()
+            with _idle_lock:
+                self._thread = _idle.pop() if _idle else None
+            if self._thread is None:
+                self._thread = _WorkerThread()
         loop = asyncio.get_running_loop()
         future = loop.create_future()
-        self.busy += 1  # decremented by the thread when the call returns, even if nobody awaits it
-        self._jobs.put((fn, args, future, loop))
+        self._thread.busy += 1  # decremented by the thread when the call returns, even if nobody awaits it
+        self._thread.jobs.put((fn, args, future, loop))
         result = await future
         if inspect.isawaitable(result):  # a sync method that returned a coroutine
             result = await result
         return result
 
     def stop(self) -> None:
-        if self._thread is not None:
-            self._jobs.put(None)
+        """Give the thread back to the pool, or let it exit once a stuck call returns."""
+        thread, self._thread = self._thread, None
+        if thread is None:
+            return
+        with _idle_lock:
+            if not thread.busy and len(_idle) < _MAX_IDLE:
+                _idle.append(thread)
+                return
+        thread.jobs.put(None)
 
 
 def _settle(future: asyncio.Future[Any], result: Any, exc: BaseException | None) -> None:

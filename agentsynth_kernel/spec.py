@@ -8,6 +8,7 @@ No traceback reaches the user for bad input: everything raises SpecError.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import inspect
 import re
@@ -404,6 +405,15 @@ def _check_signature(reg: Registration, cspec: ComponentSpec, where: str) -> lis
     return problems
 
 
+@functools.lru_cache(maxsize=1024)
+def _parameter_names(factory: Any) -> frozenset[str]:
+    """The keyword names a factory takes (cached: build() runs for every component of every episode)."""
+    try:
+        return frozenset(inspect.signature(factory).parameters)
+    except (TypeError, ValueError):
+        return frozenset()
+
+
 def build(kind: str, cspec: ComponentSpec, *, host: PluginHost | None = None, **context: Any) -> Any:
     """Build a component from its spec. Context values (``base_dir``, ``task``, ``pack``, ``run``) are
     passed only to factories that declare them. The object is stamped with what built it, so a
@@ -415,11 +425,7 @@ def build(kind: str, cspec: ComponentSpec, *, host: PluginHost | None = None, **
         kwargs: dict[str, Any] = {}
     else:
         args, kwargs = (), dict(cspec.params)
-    try:
-        sig = inspect.signature(reg.factory)
-        accepted = set(sig.parameters)
-    except (TypeError, ValueError):
-        accepted = set()
+    accepted = _parameter_names(reg.factory)
     for key, value in context.items():
         if key in accepted and value is not None:
             kwargs[key] = value
