@@ -222,7 +222,16 @@ def _prepare_store(
     store: RunStore, spec: RunSpec, pack: Pack, plan_keys: list[tuple[str, int, int]], *, force: bool,
     spec_file: Path | None, notes: list[str],
 ) -> tuple[str, str]:
-    """Check a resumed run against its stored spec, then write this session's meta. Returns (run_id, run_hash)."""
+    """Check a resumed run against its stored spec, then write this session's meta, all in one
+    transaction (a kill half-way must not leave a run id without its spec). Returns (run_id, run_hash)."""
+    with store.transaction():
+        return _prepare_store_locked(store, spec, pack, plan_keys, force=force, spec_file=spec_file, notes=notes)
+
+
+def _prepare_store_locked(
+    store: RunStore, spec: RunSpec, pack: Pack, plan_keys: list[tuple[str, int, int]], *, force: bool,
+    spec_file: Path | None, notes: list[str],
+) -> tuple[str, str]:
     new_spec, new_pack, vers = spec_record(spec), pack_record(pack, spec), versions()
     run_id = store.get_meta("run_id")
     if run_id is not None:
@@ -272,8 +281,13 @@ def _prepare_store(
 # --- exports ---------------------------------------------------------------------------------------
 
 
-async def run_exports(spec: RunSpec, results: list[EpisodeResult], host: PluginHost) -> list[dict[str, Any]]:
-    """Write every ``export:`` entry; a failing exporter is recorded, never raised."""
+async def run_exports(spec: RunSpec, results: list[EpisodeResult], host: PluginHost,
+                      base_dir: Path | None = None) -> list[dict[str, Any]]:
+    """Write every ``export:`` entry; a failing exporter is recorded, never raised.
+
+    ``path`` is taken out of the entry and handed to ``export(results, path)``; the other keys
+    build the exporter (with ``base_dir``, the spec's directory, if its factory takes one).
+    """
     done = []
     for i, cspec in enumerate(spec.export):
         params = dict(cspec.params)
@@ -282,7 +296,7 @@ async def run_exports(spec: RunSpec, results: list[EpisodeResult], host: PluginH
         try:
             if not isinstance(path, str) or not path:
                 raise ValueError(f"export[{i}]: missing 'path' (the file to write)")
-            exporter = build("exporter", ComponentSpec(cspec.type, params), host=host)
+            exporter = build("exporter", ComponentSpec(cspec.type, params), host=host, base_dir=base_dir)
             target = Path(path)
             target.parent.mkdir(parents=True, exist_ok=True)
             entry["count"] = await call(exporter.export, results, target)
@@ -394,7 +408,8 @@ async def execute(
         try:
             if finished:
                 host.notify("run_finished", run=info, results=all_results)
-                report.exports = await run_exports(spec, all_results, host)
+                base_dir = Path(spec_file).resolve().parent if spec_file is not None else pack.base_dir
+                report.exports = await run_exports(spec, all_results, host, base_dir)
                 if store is not None:
                     for entry in report.exports:
                         store.event("export_failed" if "error" in entry else "exported", **entry)

@@ -11,6 +11,7 @@ finished ones are not. What the store holds:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import sqlite3
@@ -64,22 +65,37 @@ class RunStore:
             self.db.execute("PRAGMA synchronous=NORMAL")
             if existed:
                 tables = {r[0] for r in self.db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-                if "meta" not in tables or "episodes" not in tables:
+                # no tables at all: a store killed while it was being created, not a foreign file
+                if tables and ("meta" not in tables or "episodes" not in tables):
                     raise AgentsynthError(
                         f"{self.path}: not an agentsynth run store (tables: {', '.join(sorted(tables)) or 'none'})"
                     )
-                fmt = self.get_meta("store_format")
+                fmt = self.get_meta("store_format") if tables else None
                 if fmt is not None and int(fmt) > STORE_FORMAT:
                     raise AgentsynthError(f"{self.path}: store format {fmt} is newer than this agentsynth ({STORE_FORMAT})")
-            self.db.executescript(_SCHEMA)
-            if self.get_meta("store_format") is None:
-                self.set_meta("store_format", STORE_FORMAT)
+            with self.transaction():
+                for statement in _SCHEMA.split(";"):
+                    if statement.strip():
+                        self.db.execute(statement)
+                if self.get_meta("store_format") is None:
+                    self.set_meta("store_format", STORE_FORMAT)
         except sqlite3.DatabaseError as exc:
             self._close_quietly()
             raise AgentsynthError(f"{self.path}: not a readable run store: {exc}") from None
         except AgentsynthError:
             self._close_quietly()
             raise
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Group writes so a kill leaves all of them or none (nesting is not supported)."""
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("COMMIT")
 
     def _close_quietly(self) -> None:
         db = getattr(self, "db", None)

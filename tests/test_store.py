@@ -1,0 +1,133 @@
+"""The SQLite run store: round trips, reopening, corrupt and foreign files, secret redaction."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from agentsynth_kernel import AgentsynthError, EpisodeResult, Trajectory, Verdict
+from agentsynth_kernel.store import REDACTED, STORE_FILE, RunStore, has_redacted, is_secret_key, redact
+
+
+def result(task: str = "t1", trial: int = 0, seed: int = 7, status: str = "passed") -> EpisodeResult:
+    return EpisodeResult(task, trial, seed, status, trajectory=Trajectory(task, "do it"),
+                         verdicts=[Verdict("kv_equals", status == "passed", detail="x")])
+
+
+def test_round_trip_and_reopen(tmp_path):
+    store = RunStore(tmp_path / "run")
+    store.set_meta("spec", {"trials": 2})
+    store.put(result("b", 1))
+    store.put(result("a", 0, status="failed"))
+    store.put(result("a", 0))  # same key: replaced, not duplicated
+    store.event("hello", n=1)
+    store.close()
+
+    store = RunStore(tmp_path / "run", create=False)
+    assert store.count() == 2
+    assert [(r.task_id, r.trial, r.status) for r in store.results()] == [("a", 0, "passed"), ("b", 1, "passed")]
+    assert [r.task_id for r in store.results("b")] == ["b"]
+    assert store.get_meta("spec") == {"trials": 2}
+    assert store.get_meta("missing") is None
+    assert store.counts() == {("passed", ""): 2}
+    assert store.task_ids() == ["a", "b"]
+    assert [(k, d) for _, k, d in store.events()] == [("hello", {"n": 1})]
+    assert store.last_event("hello") == ("hello", {"n": 1})
+    assert store.integrity() == "ok"
+    store.close()
+
+
+def test_transaction_is_all_or_nothing(tmp_path):
+    store = RunStore(tmp_path)
+    with pytest.raises(RuntimeError):
+        with store.transaction():
+            store.set_meta("run_id", "x")
+            raise RuntimeError("killed half-way")
+    assert store.get_meta("run_id") is None
+    store.close()
+
+
+def test_missing_run_dir_is_a_clear_error(tmp_path):
+    with pytest.raises(AgentsynthError, match="not an agentsynth run directory \\(does not exist\\)"):
+        RunStore(tmp_path / "nope", create=False)
+    (tmp_path / "other").mkdir()
+    with pytest.raises(AgentsynthError, match=f"has no {STORE_FILE}"):
+        RunStore(tmp_path / "other", create=False)
+
+
+def test_run_dir_that_is_a_file(tmp_path):
+    (tmp_path / "f").write_text("x")
+    with pytest.raises(AgentsynthError, match="run directory path is a file"):
+        RunStore(tmp_path / "f")
+
+
+def test_garbage_file_is_refused(tmp_path):
+    (tmp_path / STORE_FILE).write_bytes(b"this is not sqlite at all, just some bytes" * 20)
+    with pytest.raises(AgentsynthError, match="not a readable run store: file is not a database"):
+        RunStore(tmp_path)
+
+
+def test_foreign_sqlite_database_is_refused(tmp_path):
+    db = sqlite3.connect(tmp_path / STORE_FILE)
+    db.execute("CREATE TABLE users (id INTEGER)")
+    db.commit()
+    db.close()
+    with pytest.raises(AgentsynthError, match="not an agentsynth run store \\(tables: users\\)"):
+        RunStore(tmp_path)
+
+
+def test_store_killed_while_being_created_opens_as_new(tmp_path):
+    db = sqlite3.connect(tmp_path / STORE_FILE)
+    db.execute("PRAGMA journal_mode=WAL")  # file exists, no tables yet
+    db.close()
+    store = RunStore(tmp_path)
+    assert store.count() == 0 and store.get_meta("store_format") == 1
+    store.close()
+
+
+def test_newer_store_format_is_refused(tmp_path):
+    store = RunStore(tmp_path)
+    store.set_meta("store_format", 99)
+    store.close()
+    with pytest.raises(AgentsynthError, match="store format 99 is newer"):
+        RunStore(tmp_path)
+
+
+def test_corrupt_episode_row_names_the_episode(tmp_path):
+    store = RunStore(tmp_path)
+    store.put(result("t9", 3))
+    store.db.execute("UPDATE episodes SET result = ?", (b'{"task_id": 5}',))
+    with pytest.raises(AgentsynthError, match=r"episode \('t9', trial 3\) is corrupt"):
+        list(store.results())
+    store.db.execute("UPDATE meta SET value = 'nope{' WHERE key = 'store_format'")
+    with pytest.raises(AgentsynthError, match="meta 'store_format' is corrupt"):
+        store.get_meta("store_format")
+    store.close()
+
+
+@pytest.mark.parametrize(
+    "key", ["api_key", "OPENAI_API_KEY", "apiKey", "token", "access_token", "client_secret", "password",
+            "Authorization", "x-api-key", "secret_key"],
+)
+def test_secret_keys(key):
+    assert is_secret_key(key)
+    assert redact({key: "hunter2"}) == {key: REDACTED}
+
+
+@pytest.mark.parametrize("key", ["key", "max_tokens", "tokens", "value", "keys", "monkey"])
+def test_ordinary_keys_are_kept(key):
+    assert not is_secret_key(key)
+    assert redact({key: "a"}) == {key: "a"}
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["sk-proj-abcdefghijklmnop1234", "AKIAIOSFODNN7EXAMPLE", "ghp_" + "a" * 36, "Bearer abc.def-ghi"],
+)
+def test_secret_looking_values_are_redacted_anywhere(value):
+    data = {"policy": {"headers": [f"X: {value}"], "model": "gpt"}, "n": 3}
+    out = redact(data)
+    assert value not in repr(out)
+    assert out["policy"]["model"] == "gpt" and out["n"] == 3
+    assert has_redacted(out) and not has_redacted(data)
