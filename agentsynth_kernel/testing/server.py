@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import attrs
+import msgspec
 
 # --- replies --------------------------------------------------------------------------------------
 
@@ -308,8 +309,8 @@ class ScriptedLLMServer:
                        writer: asyncio.StreamWriter) -> bool:
         """Write one response; ``False`` closes the connection."""
         try:
-            data = json.loads(body) if body else None
-        except ValueError:
+            data = msgspec.json.decode(body) if body else None
+        except msgspec.DecodeError:
             data = None
         with self._lock:
             self.count += 1
@@ -340,7 +341,7 @@ class ScriptedLLMServer:
         if reply_.kind in ("status", "garbage"):
             self._write(writer, reply_.status_code, reply_.body, reply_.headers)
             return True
-        self._write(writer, 200, json.dumps(self._completion(reply_, data, serial)).encode(), reply_.headers)
+        self._write(writer, 200, msgspec.json.encode(self._completion(reply_, data, serial)), reply_.headers)
         return True
 
     def _completion(self, reply_: Reply, request: dict[str, Any], serial: int) -> dict[str, Any]:
