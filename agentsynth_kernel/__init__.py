@@ -1,44 +1,59 @@
 """agentsynth: outcome-verified agent data and benchmarks (the kernel).
 
-Public API for plugins and scripts. Importing this package is cheap: nothing is
-discovered or loaded until :func:`get_plugin_manager` / :func:`get_host` is called.
+Public API for plugins and scripts. Importing this package is cheap: names are
+imported from their modules on first use (PEP 562), so ``agentsynth --help``
+loads neither the records nor pluggy, and nothing is discovered until
+:func:`get_plugin_manager` / :func:`get_host` is called.
 """
 
-from .components import (
-    Checker,
-    Environment,
-    EpisodeState,
-    Exporter,
-    Generator,
-    Importer,
-    Judge,
-    JudgeResult,
-    Policy,
-    Turn,
-)
-from .errors import AgentsynthError, BudgetExceeded, PluginError, SpecError
-from .hookspecs import hookimpl
-from .plugins import PluginHost, get_host, get_plugin_manager, reset_plugins
-from .records import (
-    SCHEMA_VERSION,
-    Action,
-    Answer,
-    EpisodeResult,
-    Message,
-    Observation,
-    Step,
-    ToolCall,
-    ToolSpec,
-    Trajectory,
-    Usage,
-    Verdict,
-)
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "SCHEMA_VERSION", "Action", "AgentsynthError", "Answer", "BudgetExceeded", "Checker", "Environment",
-    "EpisodeResult", "EpisodeState", "Exporter", "Generator", "Importer", "Judge", "JudgeResult", "Message",
-    "Observation", "PluginError", "PluginHost", "Policy", "SpecError", "Step", "ToolCall", "ToolSpec",
-    "Trajectory", "Turn", "Usage", "Verdict", "get_host", "get_plugin_manager", "hookimpl", "reset_plugins",
-]
+# public name -> module that defines it
+_EXPORTS: dict[str, str] = {
+    **dict.fromkeys(
+        ("Checker", "Environment", "EpisodeState", "Exporter", "Generator", "Importer", "Judge", "JudgeResult",
+         "Policy", "Turn"),
+        "components",
+    ),
+    **dict.fromkeys(("AgentsynthError", "BudgetExceeded", "PluginError", "SpecError"), "errors"),
+    "hookimpl": "hookspecs",
+    **dict.fromkeys(("PluginHost", "get_host", "get_plugin_manager", "reset_plugins"), "plugins"),
+    **dict.fromkeys(
+        ("SCHEMA_VERSION", "Action", "Answer", "EpisodeResult", "Message", "Observation", "Step", "ToolCall",
+         "ToolSpec", "Trajectory", "Usage", "Verdict"),
+        "records",
+    ),
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'agentsynth_kernel' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])
+
+
+if TYPE_CHECKING:
+    from .components import (
+        Checker, Environment, EpisodeState, Exporter, Generator, Importer, Judge, JudgeResult, Policy, Turn,
+    )
+    from .errors import AgentsynthError, BudgetExceeded, PluginError, SpecError
+    from .hookspecs import hookimpl
+    from .plugins import PluginHost, get_host, get_plugin_manager, reset_plugins
+    from .records import (
+        SCHEMA_VERSION, Action, Answer, EpisodeResult, Message, Observation, Step, ToolCall, ToolSpec,
+        Trajectory, Usage, Verdict,
+    )

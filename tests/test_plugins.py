@@ -121,9 +121,9 @@ def test_remove_plugin_forgets_its_components(host):
             register("temp", lambda: None)
 
     host.add_plugin(Temp(), "temp")
-    assert host.names("judge") == ["temp"]
+    assert "temp" in host.names("judge")
     host.remove_plugin("temp")
-    assert host.names("judge") == []
+    assert "temp" not in host.names("judge")
 
 
 def test_broken_entry_point_is_listed_and_others_keep_working(tmp_path, kv_spec):
