@@ -96,8 +96,11 @@ def new(name: str, schema: Path | None, environment: str | None, parent: Path) -
     if directory.exists() and (not directory.is_dir() or any(directory.iterdir())):
         raise AgentsynthError(f"{directory}: already exists and is not empty")
     host = get_host()
-    if environment is not None and environment not in host.registry["environment"]:
-        host.get("environment", environment)  # raises with a did-you-mean
+    if environment is not None:
+        try:
+            host.get("environment", environment)
+        except KeyError as exc:
+            raise AgentsynthError(f"--env: {exc.args[0]}") from None
     directory.mkdir(parents=True, exist_ok=True)
     try:
         written = host.pm.hook.scaffold_pack(name=name, directory=directory, environment=environment, schema=schema)
