@@ -302,9 +302,10 @@ def verify(ctx: click.Context, run_dir: Path, task_ids: tuple[str, ...], as_json
             if row["outcome"] == "differs":
                 click.echo(f"DIFFERS {row['task_id']} trial {row['trial']}: stored {row['stored']},"
                            f" replay {row.get('replayed', '-')}: {row['reason']}")
-            elif row.get("drift_steps"):
+            if row.get("drift_steps"):
+                also = " (verdicts reproduce)" if row["outcome"] == "reproduced" else ""
                 click.echo(f"note: {row['task_id']} trial {row['trial']}: observations differ at step(s)"
-                           f" {', '.join(str(i + 1) for i in row['drift_steps'])} (verdicts reproduce)")
+                           f" {', '.join(str(i + 1) for i in row['drift_steps'])}{also}")
         click.echo(f"verified {outcome['episodes']} episode(s): {outcome['reproduced']} reproduced,"
                    f" {outcome['differs']} differ, {outcome['skipped']} skipped (ended in an error)")
     if outcome["differs"]:
