@@ -42,6 +42,8 @@ class AppDbChecker:
         self.query, self.expected, self.ordered = query, expected, ordered
 
     def check(self, env: Any, trajectory: Trajectory) -> Verdict:
+        if getattr(env, "crashed", ""):
+            raise RuntimeError(f"the browser failed during the episode: {env.crashed}")
         db_path = getattr(env, "db_path", None)
         if db_path is None:
             raise TypeError("the 'app_db' checker needs a browser environment with a 'db:' database")

@@ -172,6 +172,8 @@ class BrowserEnvironment:
         self.navigation_timeout = float(navigation_timeout)
         self.launch_timeout = float(launch_timeout)
         self.max_chars = max_chars
+        # around a whole tool call (action + page load + snapshot), beyond Playwright's own timeouts
+        self.hard_timeout = self.action_timeout + self.navigation_timeout + 3
         self.viewport = {"width": 1280, "height": 800, **(viewport or {})}
         self.task_id = getattr(task, "id", "") or "episode"
         self.owner = getattr(run, "run_id", "") or ""
@@ -386,16 +388,17 @@ class BrowserEnvironment:
         except TypeError as exc:
             return Observation(f"error: bad arguments for {call.name}: {exc}", error=True,
                                data={"url": self.relative_url()})
-        hard = self.action_timeout + 2 * self.navigation_timeout + 5
+        hard = self.hard_timeout
         try:
             content = await self._on_browser(coro, hard)
         except ToolError as exc:
             return Observation(f"URL: {self.relative_url()}\nerror: {exc}", error=True,
                                data={"url": self.relative_url()})
         except TimeoutError:
+            # Playwright's own timeouts did not fire: the page (or browser) no longer answers.
             self._check_alive()
-            return Observation(f"URL: {self.relative_url()}\nerror: {call.name} timed out after {hard:g}s",
-                               error=True, data={"url": self.relative_url()})
+            self.crashed = f"the page stopped responding ({call.name} took more than {hard:g}s)"
+            raise BrowserCrashed(self.crashed) from None
         except Exception as exc:  # a Playwright error: a tool error unless the page/browser died
             self._check_alive()
             return Observation(f"URL: {self.relative_url()}\nerror: {call.name} failed: {_short(exc)}", error=True,
@@ -476,12 +479,20 @@ class BrowserEnvironment:
 
     async def _tool_select(self, element: str, option: str) -> str:
         loc = await self._require(element)
-        try:
-            chosen = await loc.select_option(str(option))
-        except Exception as exc:
-            if "did not find some options" in str(exc) or "not a <select>" in str(exc).lower():
-                raise ToolError(f"{element} has no option {option!r}") from None
-            raise
+        option = str(option)
+        # check first: Playwright would wait for a missing option until the action timeout
+        labels = await loc.evaluate(
+            "(el) => el.tagName === 'SELECT' ? Array.from(el.options).map((o) => [o.value, o.label || o.text]) : null"
+        )
+        if labels is None:
+            raise ToolError(f"{element} is not a select element")
+        wanted = option.strip().lower()
+        match = [v for v, label in labels if v == option] or [
+            v for v, label in labels if label.strip().lower() == wanted or v.lower() == wanted]
+        if not match:
+            shown = " | ".join(label for _, label in labels[:20])
+            raise ToolError(f"{element} has no option {option!r}; options: {shown}")
+        chosen = await loc.select_option(value=match[0])
         await self._settle()
         return await self._observe(f"selected {', '.join(chosen) or option!r} in {element}")
 
