@@ -10,7 +10,7 @@ from typing import Any
 
 from agentsynth_kernel.components import JudgeResult
 from agentsynth_kernel.errors import SpecError
-from agentsynth_kernel.records import Trajectory, Usage, Verdict
+from agentsynth_kernel.records import Trajectory, Usage, Verdict, to_builtins
 from agentsynth_kernel.spec import InvalidValue
 
 from .reward import DEFAULT_WEIGHTS, RewardWeights, compute_reward
@@ -61,6 +61,24 @@ class RubricJudge:
             lines.append(f"fails despite the score: {veto}")
         lines += [f"{name} {dims[name]:.2f}: {notes.get(name, '')}".rstrip(": ") for name in self.rubric.names]
         return JudgeResult(score=score, dimensions=dimensions, rationale="\n".join(lines), passed=passed, usage=usage)
+
+
+METADATA_KEY = "judge"
+
+
+def annotate(trajectory: Trajectory, judge: Any, result: JudgeResult) -> JudgeResult:
+    """Record the judgement in ``trajectory.metadata["judge"]`` (kind, model, score, pass, rationale,
+    usage), so the rationale reaches the run store and exports with the trajectory: the engine
+    itself stores only the scores. Returns ``result``."""
+    record: dict[str, Any] = {"kind": getattr(judge, "kind", type(judge).__name__), "score": result.score,
+                              "passed": result.passed, "rationale": result.rationale}
+    model = getattr(judge, "model", None)
+    if model:
+        record["model"] = model
+    if result.usage is not None:
+        record["usage"] = to_builtins(result.usage)
+    trajectory.metadata[METADATA_KEY] = record
+    return result
 
 
 def rubric_param(value: Any) -> Any:

@@ -31,6 +31,7 @@ from agentsynth_kernel.plugins import get_host
 from agentsynth_kernel.records import Trajectory, Usage, Verdict
 from agentsynth_kernel.spec import ComponentSpec, InvalidValue, build, check_component
 
+from .base import annotate
 from .reward import DEFAULT_WEIGHTS, RewardWeights, compute_reward
 
 AGGREGATES = ("mean", "median", "majority")
@@ -85,7 +86,7 @@ class EnsembleJudge:
                 results.append((label, outcome))
         if not results:
             raise RuntimeError("every judge of the ensemble failed: " + "; ".join(failures))
-        return self.combine(results, verdicts, failures)
+        return annotate(trajectory, self, self.combine(results, verdicts, failures))
 
     def combine(
         self, results: Sequence[tuple[str, JudgeResult]], verdicts: Sequence[Verdict], failures: Sequence[str] = ()

@@ -50,7 +50,7 @@ from agentsynth_kernel.errors import did_you_mean
 from agentsynth_kernel.records import Step, ToolCall, ToolSpec, Trajectory, Verdict
 from agentsynth_kernel.spec import InvalidValue
 
-from .base import RubricJudge, rubric_param
+from .base import RubricJudge, annotate, rubric_param
 from .reward import DEFAULT_WEIGHTS, RewardWeights
 from .rubric import DEFAULT_RUBRIC, Rubric, check_dimensions
 
@@ -321,7 +321,8 @@ class HeuristicJudge(RubricJudge):
         selected = {name: scores[name] for name in self.rubric.names}
         failed = [v.checker for v in verdicts if not v.passed]
         veto = f"checker(s) {', '.join(failed)} failed on the world's end state" if failed else ""
-        return self.finish(selected, notes, verdicts, summary="heuristic judge", veto=veto)
+        result = self.finish(selected, notes, verdicts, summary="heuristic judge", veto=veto)
+        return annotate(trajectory, self, result)
 
 
 # --- spec (YAML parameters) ------------------------------------------------------------------------

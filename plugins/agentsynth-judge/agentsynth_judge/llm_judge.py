@@ -42,7 +42,7 @@ from agentsynth_kernel.errors import AgentsynthError, did_you_mean
 from agentsynth_kernel.records import Answer, ToolCall, Trajectory, Usage, Verdict
 from agentsynth_kernel.spec import InvalidValue
 
-from .base import RubricJudge, rubric_param
+from .base import RubricJudge, annotate, rubric_param
 from .pairwise import Preference
 from .reward import DEFAULT_WEIGHTS, RewardWeights
 from .rubric import Rubric
@@ -295,7 +295,7 @@ class LLMJudge(RubricJudge):
         summary = f"llm judge ({self.model}): {str(value['rationale']).strip()}"
         if attempts > 1:
             summary += f" [valid after {attempts} attempts]"
-        return self.finish(scores, notes, verdicts, summary=summary, usage=usage)
+        return annotate(trajectory, self, self.finish(scores, notes, verdicts, summary=summary, usage=usage))
 
     # --- pairwise -------------------------------------------------------------------------------
 

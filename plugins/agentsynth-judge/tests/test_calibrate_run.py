@@ -77,6 +77,10 @@ def test_judge_scores_and_reward_are_stored_per_episode(run_dir):
     # wrong: outcome 0, verification 0 -> reward is the judge's share only
     assert wrong["judge.reward"] == pytest.approx(0.2 * wrong["judge"], abs=1e-4)
     assert wrong["judge.passed"] == 0.0  # failed checkers veto a pass when the judge sees them
+    # the rationale travels with the trajectory (the engine stores only scores)
+    note = by_task["wrong"].trajectory.metadata["judge"]
+    assert note["kind"] == "heuristic" and note["passed"] is False and note["score"] == wrong["judge"]
+    assert "0/1 checkers passed (failed: note_equals)" in note["rationale"]
 
 
 async def test_calibration_numbers_on_known_outcomes(run_dir):

@@ -82,6 +82,7 @@ async def test_ensemble_of_heuristic_judges_keeps_rubric_dimensions():
     r = await ens.score(BAD, [])
     assert r.dimensions["safety"] == 1.0 and "task_completion" in r.dimensions
     assert "reward" in r.dimensions and r.dimensions["agreement"] == 0.5
+    assert BAD.metadata["judge"]["kind"] == "ensemble" and "ensemble (mean of 2)" in BAD.metadata["judge"]["rationale"]
 
 
 def test_kappa_and_agreement_numbers():

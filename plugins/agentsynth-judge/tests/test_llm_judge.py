@@ -199,6 +199,10 @@ def test_llm_judge_in_a_run_spec_end_to_end(llm_server, tmp_path):
     assert by_task["lazy"].scores["judge"] == pytest.approx(0.1)
     assert by_task["good"].scores["judge.reward"] == pytest.approx(0.8 + 0.2 * 0.9)
     assert len(llm_server.requests) == 3
+    note = by_task["good"].trajectory.metadata["judge"]
+    assert note["kind"] == "llm" and note["model"] == "openai/judge-model"
+    assert "wrote the note" in note["rationale"] and note["usage"]["requests"] == 1
+    assert "valid after 2 attempts" in by_task["lazy"].trajectory.metadata["judge"]["rationale"]
     # calibrate the llm judge on that run through the command line (blind: no verdicts in the prompt)
     llm_server.requests.clear()
     judge_file = write_spec(tmp_path / "judge.yaml", f"judge: {{type: llm, model: openai/judge-model, "
