@@ -48,12 +48,31 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:
     from .components import (
-        Checker, Environment, EpisodeState, Exporter, Generator, Importer, Judge, JudgeResult, Policy, Turn,
+        Checker,
+        Environment,
+        EpisodeState,
+        Exporter,
+        Generator,
+        Importer,
+        Judge,
+        JudgeResult,
+        Policy,
+        Turn,
     )
     from .errors import AgentsynthError, BudgetExceeded, PluginError, SpecError
     from .hookspecs import hookimpl
     from .plugins import PluginHost, get_host, get_plugin_manager, reset_plugins
     from .records import (
-        SCHEMA_VERSION, Action, Answer, EpisodeResult, Message, Observation, Step, ToolCall, ToolSpec,
-        Trajectory, Usage, Verdict,
+        SCHEMA_VERSION,
+        Action,
+        Answer,
+        EpisodeResult,
+        Message,
+        Observation,
+        Step,
+        ToolCall,
+        ToolSpec,
+        Trajectory,
+        Usage,
+        Verdict,
     )

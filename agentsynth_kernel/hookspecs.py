@@ -49,8 +49,8 @@ import pluggy
 if TYPE_CHECKING:
     import click
 
-    from .records import EpisodeResult
     from .engine import RunInfo
+    from .records import EpisodeResult
 
 hookspec = pluggy.HookspecMarker("agentsynth")
 hookimpl = pluggy.HookimplMarker("agentsynth")

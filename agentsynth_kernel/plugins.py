@@ -16,7 +16,6 @@ Switches (environment variables, read at load time):
 
 from __future__ import annotations
 
-import inspect
 import logging
 import os
 import sys

@@ -7,9 +7,9 @@ import json
 
 import pluggy
 import pytest
-from conftest import run_agentsynth
 
 from agentsynth_kernel import get_host, get_plugin_manager, hookimpl, reset_plugins
+from conftest import run_agentsynth
 
 
 def fake_distribution(site, dist: str, entry_points: dict[str, str], modules: dict[str, str]) -> None:
