@@ -13,7 +13,7 @@ from .ensemble import EnsembleJudge
 from .heuristic import HeuristicJudge, gather_evidence
 from .llm_judge import JudgeOutputError, LLMJudge, parse_reply, render_trajectory, score_schema
 from .metadata import METADATA
-from .pairwise import PairwiseResult, Preference, PreferencePair, compare, preference_pairs
+from .pairwise import PairwiseResult, Preference, PreferencePair, compare, length_bias, preference_pairs
 from .reward import DEFAULT_WEIGHTS, Reward, RewardWeights, compute_reward
 from .rubric import DEFAULT_RUBRIC, Dimension, Rubric, load_rubric, parse_rubric
 
@@ -23,6 +23,6 @@ __all__ = [
     "DEFAULT_RUBRIC", "DEFAULT_WEIGHTS", "METADATA", "Calibration", "Confusion", "Dimension", "EnsembleJudge",
     "HeuristicJudge", "JudgeOutputError", "LLMJudge", "PairwiseResult", "Preference", "PreferencePair", "Reward", "RewardWeights", "Rubric",
     "RubricJudge", "agreement_stats", "calibrate_results", "cohen_kappa", "compare", "compute_reward",
-    "fleiss_kappa", "gather_evidence", "load_rubric", "parse_reply", "parse_rubric", "preference_pairs", "rank_auc", "read_run",
+    "fleiss_kappa", "gather_evidence", "length_bias", "load_rubric", "parse_reply", "parse_rubric", "preference_pairs", "rank_auc", "read_run",
     "render_trajectory", "score_schema", "score_sync",
 ]

@@ -5,6 +5,8 @@ does): it sees two trajectories of the same task and says which is better. LLM j
 favour whatever comes first (or second), so :func:`compare` asks twice, once in each
 order, and only reports a winner when both orders agree (``consistent``); otherwise the
 result is a tie. With ``swap=False`` the order is shuffled with a seeded RNG instead.
+Every result also says which trajectory was ``longer``, and :func:`length_bias` measures
+how often a judge picks the longer one (verbosity bias) over many comparisons.
 
 Any pointwise judge (``score``) also works: both trajectories are scored and the higher
 score wins (a deterministic judge is swap-consistent by construction).
@@ -17,6 +19,7 @@ above ``min_margin`` are kept.
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 import random
 from collections import defaultdict
@@ -29,6 +32,7 @@ import attrs
 from agentsynth_kernel.components import call
 from agentsynth_kernel.records import (
     EpisodeResult,
+    ToolCall,
     Trajectory,
     Usage,
     Verdict,
@@ -57,6 +61,7 @@ class PairwiseResult:
     rationale: str = ""
     rounds: list[dict[str, Any]] = attrs.field(factory=list)
     usage: Usage | None = None
+    longer: str = ""  # "a", "b" or "" (same length): to measure verbosity bias (see length_bias)
 
 
 def _to_ab(choice: str, a_first: bool) -> str:
@@ -85,8 +90,9 @@ async def compare(
         winner = "tie" if abs(margin) <= tie_margin else ("a" if margin > 0 else "b")
         usage = _sum_usage([ra.usage, rb.usage])
         rounds = [{"a_score": ra.score, "b_score": rb.score}]
-        return PairwiseResult(winner, True, round(margin, 4), f"a {ra.score:.2f} vs b {rb.score:.2f}", rounds, usage)
-    orders = [True, False] if swap else [(rng or random.Random(0)).random() < 0.5]
+        return PairwiseResult(winner, True, round(margin, 4), f"a {ra.score:.2f} vs b {rb.score:.2f}", rounds, usage,
+                              _longer(a, b))
+    orders = [True, False] if swap else [(rng or random.Random(_pair_seed(a, b))).random() < 0.5]
     rounds = []
     votes: list[str] = []
     usages = []
@@ -104,7 +110,37 @@ async def compare(
     winner = votes[0] if consistent else "tie"
     margin = sum(1.0 if v == "a" else -1.0 if v == "b" else 0.0 for v in votes) / len(votes)
     rationale = rounds[0]["rationale"] if consistent else "inconsistent under swapping: " + ", ".join(votes)
-    return PairwiseResult(winner, consistent, margin, rationale, rounds, _sum_usage(usages))
+    return PairwiseResult(winner, consistent, margin, rationale, rounds, _sum_usage(usages), _longer(a, b))
+
+
+def _longer(a: Trajectory, b: Trajectory) -> str:
+    la, lb = length(a), length(b)
+    return "" if la == lb else ("a" if la > lb else "b")
+
+
+def _pair_seed(a: Trajectory, b: Trajectory) -> int:
+    """A stable per-pair seed, so an unswapped comparison's order is random across pairs but reproducible."""
+    material = "\0".join([a.task_id, str(len(a.steps)), a.final_answer or "", str(len(b.steps)), b.final_answer or ""])
+    return int.from_bytes(hashlib.sha256(material.encode()).digest()[:8], "big")
+
+
+def length(trajectory: Trajectory) -> int:
+    """Characters the agent produced (answer, thoughts, call arguments): what verbosity bias reacts to."""
+    total = len(trajectory.final_answer or "")
+    for step in trajectory.steps:
+        total += len(step.thought)
+        if isinstance(step.action, ToolCall):
+            total += len(str(step.action.arguments))
+    return total
+
+
+def length_bias(results: Iterable[PairwiseResult]) -> float | None:
+    """Among decisive comparisons of trajectories of different length, the share won by the longer one.
+    About 0.5 is unbiased (if length is unrelated to quality); near 1.0 the judge favours verbosity."""
+    decided = [r for r in results if r.winner in ("a", "b") and r.longer in ("a", "b")]
+    if not decided:
+        return None
+    return sum(r.winner == r.longer for r in decided) / len(decided)
 
 
 def _sum_usage(usages: Iterable[Usage | None]) -> Usage | None:

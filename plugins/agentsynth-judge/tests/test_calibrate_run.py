@@ -6,14 +6,14 @@ from __future__ import annotations
 import json
 
 import pytest
-from agentsynth_judge import HeuristicJudge, calibrate_results, read_run
 from click.testing import CliRunner
-from conftest import write_spec
 
+from agentsynth_judge import HeuristicJudge, calibrate_results, read_run
 from agentsynth_kernel.cli import cli, main
 from agentsynth_kernel.engine import execute
 from agentsynth_kernel.spec import load_run_spec
 from agentsynth_kernel.store import RunStore
+from conftest import write_spec
 
 W = '{tool: write, arguments: {key: color, value: %s}}'
 R = '{tool: read, arguments: {key: %s}}'

@@ -3,6 +3,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+
 from agentsynth_judge import (
     EnsembleJudge,
     HeuristicJudge,
@@ -11,12 +12,12 @@ from agentsynth_judge import (
     cohen_kappa,
     compare,
     fleiss_kappa,
+    length_bias,
     preference_pairs,
     rank_auc,
 )
-from conftest import FAIL, PASS, read, traj, write
-
 from agentsynth_kernel import EpisodeResult, JudgeResult, Usage
+from conftest import FAIL, PASS, read, traj, write
 
 GOOD = traj(write("color", "blue"), "The note 'color' is now blue.")
 BAD = traj("Done, all set.")
@@ -126,6 +127,32 @@ async def test_pairwise_swap_consistency_catches_position_bias():
         assert res.winner == expected and res.consistent and abs(res.margin) == 1.0
     once = await compare(Knows(), GOOD, BAD, swap=False)
     assert once.winner == "a" and len(once.rounds) == 1
+    # without swapping, the order is random across pairs (seeded per pair, so reproducible)
+    orders = set()
+    for i in range(12):
+        other = traj(write("color", "blue"), "done " * (i + 1))
+        res = await compare(FirstPicker(), other, BAD, swap=False)
+        orders.add(res.rounds[0]["order"])
+        assert res == await compare(FirstPicker(), other, BAD, swap=False)
+    assert orders == {"ab", "ba"}
+
+
+async def test_length_bias_is_measured():
+    short = traj(write("color", "blue"), "blue")
+    wordy = traj(write("color", "blue"), "I have carefully and thoroughly set the colour note to blue, " * 5)
+    assert (await compare(Knows(), short, wordy)).longer == "b"
+    verbose_lover = [await compare(FirstPicker(), wordy, short, swap=False, rng=FixedRng(0.1)) for _ in range(3)]
+    assert length_bias(verbose_lover) == 1.0
+    assert length_bias([await compare(FirstPicker(), short, wordy, swap=False, rng=FixedRng(0.1))]) == 0.0
+    assert length_bias([]) is None
+
+
+class FixedRng:
+    def __init__(self, value: float) -> None:
+        self.value = value
+
+    def random(self) -> float:
+        return self.value
 
 
 async def test_pairwise_with_a_pointwise_judge():

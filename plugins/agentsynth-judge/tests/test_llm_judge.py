@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from click.testing import CliRunner
+
 from agentsynth_judge import (
     DEFAULT_RUBRIC,
     EnsembleJudge,
@@ -16,12 +18,10 @@ from agentsynth_judge import (
     read_run,
     score_schema,
 )
-from click.testing import CliRunner
-from conftest import FAIL, PASS, read, traj, write, write_spec
-
 from agentsynth_kernel.cli import cli, main
 from agentsynth_kernel.llm import LLMError
 from agentsynth_kernel.testing import reply, status
+from conftest import FAIL, PASS, read, traj, write, write_spec
 
 GOOD = traj(read("color", "red"), write("color", "blue"), "The note 'color' is now blue.")
 BAD = traj("Done! I have updated the note successfully.")

@@ -1,12 +1,12 @@
 from __future__ import annotations
 
 import pytest
-from agentsynth_judge import DEFAULT_RUBRIC, RewardWeights, compute_reward, load_rubric
-from conftest import write_spec
 
+from agentsynth_judge import DEFAULT_RUBRIC, RewardWeights, compute_reward, load_rubric
 from agentsynth_kernel import Verdict
 from agentsynth_kernel.errors import SpecError
 from agentsynth_kernel.spec import InvalidValue
+from conftest import write_spec
 
 
 def test_custom_rubric_from_yaml_is_normalised(tmp_path):
