@@ -1,0 +1,58 @@
+"""Every plugin distribution has the agreed shape, and the generated plugin table is current."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PLUGINS = sorted(p.parent for p in ROOT.glob("plugins/*/pyproject.toml") if not p.parent.name.startswith("_"))
+
+
+def _generator():
+    spec = importlib.util.spec_from_file_location("gen_plugin_table", ROOT / "scripts" / "gen_plugin_table.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_there_are_plugins():
+    assert len(PLUGINS) >= 1
+
+
+def test_plugin_table_is_current():
+    assert (ROOT / "plugins" / "README.md").read_text(encoding="utf-8") == _generator().render(), (
+        "plugins/README.md is stale: run `python scripts/gen_plugin_table.py`"
+    )
+
+
+@pytest.mark.parametrize("plugin", PLUGINS, ids=[p.name for p in PLUGINS])
+def test_plugin_layout(plugin: Path):
+    project = tomllib.loads((plugin / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert project["name"] == plugin.name
+    assert any(dep.split(">")[0].split("=")[0].strip() == "agentsynth" for dep in project["dependencies"])
+    entry_points = project["entry-points"]["agentsynth"]
+    assert entry_points, "a plugin exposes at least one entry point in the 'agentsynth' group"
+    package = plugin / ("agentsynth_" + plugin.name.removeprefix("agentsynth-").replace("-", "_"))
+    assert package.is_dir() and (package / "metadata.py").is_file()
+    assert (plugin / "README.md").is_file() and "```" in (plugin / "README.md").read_text(encoding="utf-8")
+    assert list((plugin / "tests").glob("test_*.py")), "a plugin has its own tests"
+
+
+@pytest.mark.parametrize("plugin", PLUGINS, ids=[p.name for p in PLUGINS])
+def test_plugin_imports_no_other_plugin(plugin: Path):
+    own = "agentsynth_" + plugin.name.removeprefix("agentsynth-").replace("-", "_")
+    others = {"agentsynth_" + p.name.removeprefix("agentsynth-").replace("-", "_") for p in PLUGINS} - {own}
+    for source in (plugin / own).rglob("*.py"):
+        for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [node.module]
+            for name in names:
+                assert name.split(".")[0] not in others, f"{source}: imports {name} (plugins import only the kernel)"
