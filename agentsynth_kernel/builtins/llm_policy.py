@@ -114,12 +114,12 @@ class LLMPolicy:
             messages.insert(0, {"role": "system", "content": self.system_prompt})
         return messages
 
-    def _tool_results(self, state: EpisodeState) -> list[dict[str, Any]]:
-        """Results of the previous turn's calls, in the order the model made them."""
+    def _tool_results(self, state: EpisodeState, turn: int) -> list[dict[str, Any]]:
+        """Results of the calls made in ``turn``, in the order the model made them."""
         observed: dict[str, Observation] = {}
         for step in reversed(state.trajectory.steps):
-            if step.turn != self.acts - 1:
-                if step.turn < self.acts - 1:
+            if step.turn != turn:
+                if step.turn < turn:
                     break
                 continue
             if isinstance(step.action, ToolCall) and step.observation is not None:
@@ -146,7 +146,7 @@ class LLMPolicy:
         if self.messages is None:
             self.messages = self._start(state)
         else:
-            self.messages.extend(self._tool_results(state))
+            self.messages.extend(self._tool_results(state, turn_index - 1))
         self.pending = []
         if self.turns >= self.max_turns:
             state.trajectory.metadata["stopped"] = "max_turns"
