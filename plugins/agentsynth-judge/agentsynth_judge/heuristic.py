@@ -355,13 +355,18 @@ def _disable_validator(instance: Any, attribute: Any, value: list[str]) -> None:
             raise InvalidValue(f"disable_safety_rules[{i}]: no safety rule {name!r}{did_you_mean(name, known)}")
 
 
+def _reference_validator(instance: Any, attribute: Any, value: int | None) -> None:
+    if value is not None and value < 1:
+        raise InvalidValue(f"reference_steps: must be at least 1, got {value}")
+
+
 @attrs.frozen
 class HeuristicSpec:
     """``judge: {type: heuristic, ...}`` parameters."""
 
     rubric: Any = attrs.field(default=None, validator=_rubric_validator)
     reward: RewardWeights | None = attrs.field(factory=RewardWeights)
-    reference_steps: int | None = None
+    reference_steps: int | None = attrs.field(default=None, validator=_reference_validator)
     safety_rules: dict[str, str] = attrs.field(factory=dict, validator=_rules_validator)
     disable_safety_rules: list[str] = attrs.field(factory=list, validator=_disable_validator)
     use_verdicts: bool = True

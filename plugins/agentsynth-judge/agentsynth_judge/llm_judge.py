@@ -338,6 +338,17 @@ def _positive(instance: Any, attribute: Any, value: int) -> None:
         raise InvalidValue(f"{attribute.name}: must be at least 1, got {value}")
 
 
+_OWN_PARAMS = ("model", "messages", "temperature", "max_tokens", "api_base", "api_key", "api_key_env", "transport",
+               "cache", "cache_salt", "response_format", "tools")
+
+
+def _params_validator(value: Mapping[str, Any]) -> None:
+    for key in value:
+        if key in _OWN_PARAMS:
+            hint = "set it on the judge itself" if key in attrs.fields_dict(LLMJudgeSpec) else "the judge sets it"
+            raise InvalidValue(f"params.{key}: not allowed here ({hint})")
+
+
 @attrs.frozen
 class LLMJudgeSpec:
     """``judge: {type: llm, model: ...}`` parameters."""
@@ -357,7 +368,7 @@ class LLMJudgeSpec:
     max_observation_chars: int = attrs.field(default=2000, validator=_positive)
     max_answer_chars: int = attrs.field(default=4000, validator=_positive)
     system_prompt: str | None = None
-    params: dict[str, Any] = attrs.field(factory=dict)
+    params: dict[str, Any] = attrs.field(factory=dict, validator=lambda i, a, v: _params_validator(v))
     timeout: float | None = None
     max_retries: int | None = None
     rpm: float | None = None

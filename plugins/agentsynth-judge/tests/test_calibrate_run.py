@@ -175,6 +175,7 @@ def test_agentsynth_run_with_a_judge_end_to_end(tmp_path):
     ("{type: ensemble, aggregate: mode, judges: [heuristic]}", "aggregate: expected one of mean, median, majority"),
     ("{type: ensemble, judges: [{type: heuristic, colour: 1}]}", "judges[0]"),
     ("{type: ensemble, judges: []}", "judges: an ensemble needs at least one judge"),
+    ("{type: heuristic, reference_steps: 0}", "reference_steps: must be at least 1, got 0"),
 ])
 def test_bad_judge_specs_are_clean_path_qualified_errors(tmp_path, capsys, judge, expected):
     spec_file = write_spec(tmp_path / "spec.yaml", SPEC.replace("judge: {type: heuristic}", f"judge: {judge}"))
@@ -191,3 +192,15 @@ def test_calibrate_refuses_a_non_run_directory(tmp_path, capsys):
         main(["judge", "calibrate", str(tmp_path)])
     assert exit_.value.code == 2
     assert "not a run directory" in capsys.readouterr().err
+
+
+def test_a_bad_rubric_file_found_only_at_build_time_is_a_judge_error(tmp_path):
+    sub = tmp_path / "spec"
+    sub.mkdir()
+    (sub / "rubric.yaml").write_text("dimensions: [{name: safety, weight: heavy}]\n")
+    spec_file = write_spec(sub / "spec.yaml", SPEC.replace("judge: {type: heuristic}", "judge: {type: heuristic, rubric: rubric.yaml}"))
+    res = CliRunner().invoke(cli, ["run", str(spec_file), "--run-dir", str(tmp_path / "run"), "-q"])
+    assert res.exit_code == 0, res.output
+    results, _ = read_run(tmp_path / "run")
+    assert {r.error_kind for r in results} == {"judge"}
+    assert "rubric.yaml: dimensions[0].weight: expected a number, got str 'heavy'" in results[0].error

@@ -234,6 +234,7 @@ def test_llm_judge_output_failure_is_a_judge_error_in_the_run(llm_server, tmp_pa
     ("{type: llm, model: m, response_format: json}", "response_format: expected one of json_schema"),
     ("{type: llm, model: m, max_reasks: -1}", "max_reasks: must be >= 0"),
     ("{type: llm, model: m, temprature: 0}", "judge.temprature: unknown key (did you mean 'temperature'?)"),
+    ("{type: llm, model: m, params: {response_format: x}}", "params.response_format: not allowed here"),
 ])
 def test_bad_llm_judge_specs(tmp_path, capsys, judge, expected):
     text = SPEC.format(url="http://127.0.0.1:9/v1").split("judge:")[0] + f"judge: {judge}\n"
