@@ -18,7 +18,13 @@ PLUGINS = sorted(p.parent.name for p in ROOT.glob("plugins/*/pyproject.toml") if
 nox.options.default_venv_backend = "uv|virtualenv"
 nox.options.reuse_existing_virtualenvs = True
 
-TEST_ENV = {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "PYTHONDONTWRITEBYTECODE": "1"}
+TEST_ENV = {
+    "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    "PYTHONDONTWRITEBYTECODE": "1",
+    # no test may reach a hub: the machines have no network beyond package registries
+    "HF_HUB_OFFLINE": "1",
+    "HF_DATASETS_OFFLINE": "1",
+}
 
 
 @nox.session(tags=["tests"])
