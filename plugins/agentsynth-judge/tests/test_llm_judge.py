@@ -243,3 +243,15 @@ def test_bad_llm_judge_specs(tmp_path, capsys, judge, expected):
         main(["run", str(spec_file), "--no-store", "-q"])
     err = capsys.readouterr().err
     assert "Traceback" not in err and expected in err
+
+
+def test_llm_judge_spends_from_the_runs_budget(llm_server, tmp_path):
+    """The judge uses the run-scoped client: the run's hard budget covers judge calls too."""
+    llm_server.handler = lambda body: reply(scores_json(9))
+    text = SPEC.format(url=llm_server.base_url) + "budget: {tokens: 50}\n"
+    spec_file = write_spec(tmp_path / "spec.yaml", text)
+    res = CliRunner().invoke(cli, ["run", str(spec_file), "--run-dir", str(tmp_path / "run"), "-q"])
+    assert res.exit_code == 3, res.output  # stopped on the budget
+    assert llm_server.requests == []  # refused before sending: the reservation exceeds 50 tokens
+    results, _ = read_run(tmp_path / "run")
+    assert results == []  # budget-stopped episodes are not stored, so a resume re-runs them
