@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import shutil
 import tomllib
 from pathlib import Path
 
@@ -56,3 +57,18 @@ def test_plugin_imports_no_other_plugin(plugin: Path):
                 names = [node.module]
             for name in names:
                 assert name.split(".")[0] not in others, f"{source}: imports {name} (plugins import only the kernel)"
+
+
+def test_template_scaffolds_a_plugin_with_the_agreed_layout(tmp_path):
+    spec = importlib.util.spec_from_file_location("new_plugin", ROOT / "scripts" / "new_plugin.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    plugins_dir = tmp_path / "plugins"
+    shutil.copytree(ROOT / "plugins" / "_template", plugins_dir / "_template")
+    target = module.scaffold("weather_api", "A weather REST world", plugins_dir)
+    test_plugin_layout(target)
+    source = (target / "agentsynth_weather_api" / "plugin.py").read_text()
+    assert "class WeatherApiEnvironment" in source and 'register("weather_api"' in source
+    compile(source, "plugin.py", "exec")
+    project = tomllib.loads((target / "pyproject.toml").read_text())["project"]
+    assert project["entry-points"]["agentsynth"] == {"weather_api": "agentsynth_weather_api.plugin"}

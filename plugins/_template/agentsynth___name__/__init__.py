@@ -1,0 +1,1 @@
+"""agentsynth-__name__: __description__"""
