@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 from agentsynth_judge import DEFAULT_RUBRIC, HeuristicJudge, LLMJudge
-
 from agentsynth_kernel import (
     Answer,
     Observation,
