@@ -220,19 +220,20 @@ def session_state(store: RunStore) -> tuple[str, dict[str, Any]]:
 
 def _prepare_store(
     store: RunStore, spec: RunSpec, pack: Pack, plan_keys: list[tuple[str, int, int]], *, force: bool,
-    spec_file: Path | None, notes: list[str],
+    spec_file: Path | None, notes: list[str], vers: dict[str, str] | None = None,
 ) -> tuple[str, str]:
     """Check a resumed run against its stored spec, then write this session's meta, all in one
     transaction (a kill half-way must not leave a run id without its spec). Returns (run_id, run_hash)."""
+    vers = vers if vers is not None else versions()
     with store.transaction():
-        return _prepare_store_locked(store, spec, pack, plan_keys, force=force, spec_file=spec_file, notes=notes)
+        return _prepare_store_locked(store, spec, pack, plan_keys, vers, force=force, spec_file=spec_file, notes=notes)
 
 
 def _prepare_store_locked(
-    store: RunStore, spec: RunSpec, pack: Pack, plan_keys: list[tuple[str, int, int]], *, force: bool,
-    spec_file: Path | None, notes: list[str],
+    store: RunStore, spec: RunSpec, pack: Pack, plan_keys: list[tuple[str, int, int]], vers: dict[str, str], *,
+    force: bool, spec_file: Path | None, notes: list[str],
 ) -> tuple[str, str]:
-    new_spec, new_pack, vers = spec_record(spec), pack_record(pack, spec), versions()
+    new_spec, new_pack = spec_record(spec), pack_record(pack, spec)
     run_id = store.get_meta("run_id")
     if run_id is not None:
         state, data = session_state(store)
@@ -337,11 +338,13 @@ async def execute(
     plan = [(task, trial, derive_seed(spec.seed, task.id, trial)) for task in tasks for trial in range(spec.trials)]
     plan_keys = [(t.id, trial, seed) for t, trial, seed in plan]
     notes: list[str] = []
+    vers = versions()
     store = open_run_store(run_dir) if run_dir is not None else None
     restored: list[EpisodeResult] = []
     if store is not None:
         try:
-            run_id, digest = _prepare_store(store, spec, pack, plan_keys, force=force, spec_file=spec_file, notes=notes)
+            run_id, digest = _prepare_store(store, spec, pack, plan_keys, force=force, spec_file=spec_file,
+                                            notes=notes, vers=vers)
             wanted = set(plan_keys)
             restored = [r for r in store.results() if r.key in wanted]
         except BaseException:
@@ -353,12 +356,12 @@ async def execute(
                     restored=len(restored), run_hash=digest)
     else:
         run_id = uuid.uuid4().hex[:12]
-        digest = run_hash(spec_record(spec), pack_record(pack, spec), plan_keys, versions())
+        digest = run_hash(spec_record(spec), pack_record(pack, spec), plan_keys, vers)
     info = RunInfo(run_id, spec, pack, run_dir, total=len(plan) + len(restored), run_hash=digest,
                    restored=len(restored))
     provenance = {
         "run_id": run_id, "run_hash": digest, "pack": pack.id, "pack_hash": pack.content_hash,
-        "policy": redact(spec.policy.to_dict()), "versions": versions(),
+        "policy": redact(spec.policy.to_dict()), "versions": vers,
     }
     config = EpisodeConfig(spec.policy, spec.max_steps, spec.timeout, spec.judge)
     results: list[EpisodeResult] = []
