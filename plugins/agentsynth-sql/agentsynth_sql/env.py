@@ -106,7 +106,8 @@ class SqlEnvironment:
         s = self.spec
         self.snapshot = snapshot_for(s.schema, s.seed, base_dir=self.base_dir, foreign_keys=s.foreign_keys)
         self.conn = open_copy(self.snapshot, foreign_keys=s.foreign_keys)
-        self._start_marks = self._marks()
+        self._start_marks = (self.conn.total_changes, self.snapshot.schema_version)
+        self.sandbox.written = set()
         self._changes = self._unexpected = None
         self._settled, self.collateral_reported, self.notes = False, False, []
         text = f"A SQLite database. Tables:\n{self.snapshot.schema_text}"
@@ -230,13 +231,20 @@ class SqlEnvironment:
         if self._changes is None:
             assert self.conn is not None and self.snapshot is not None
             self.settle()
-            if self._marks() == self._start_marks:
+            snap = self.snapshot
+            total, schema_version = self._marks()
+            if (total, schema_version) == self._start_marks:
                 self._changes = []
-            else:
-                tables = None
+            elif schema_version == self._start_marks[1] and not snap.has_triggers:
+                # Same tables and columns: only the tables the agent wrote (and their FK dependents) can differ.
+                tables = sorted(snap.affected(self.sandbox.written) & set(snap.tables))
                 end = table_state(self.conn, tables)
+                start = {t: snap.state[t] for t in tables}
+                self._changes = diff_states(start, end, snap.columns, snap.columns)
+            else:
+                end = table_state(self.conn)
                 cols = {t: table_columns(self.conn, t) for t in end}
-                self._changes = diff_states(self.snapshot.state, end, self.snapshot.columns, cols)
+                self._changes = diff_states(snap.state, end, snap.columns, cols)
         return self._changes
 
     def unexpected_changes(self) -> list[Change]:
@@ -252,7 +260,8 @@ class SqlEnvironment:
 
             try:
                 assert self.conn is not None
-                self._unexpected = self.allowed.violations(changes, start, self.conn) if changes else []
+                self._unexpected = (self.allowed.violations(changes, start, self.conn, self.snapshot.start_keys)
+                                    if changes else [])
             finally:
                 for conn in opened:
                     conn.close()

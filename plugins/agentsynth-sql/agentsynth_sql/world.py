@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 import threading
+import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -35,10 +36,42 @@ class Snapshot:
     schema_text: str  # one line per table, shown to the agent at reset
     state: dict[str, dict[Any, tuple[Any, ...]]]  # table -> row key -> row (the start state)
     columns: dict[str, tuple[str, ...]]
+    dependents: dict[str, frozenset[str]] = attrs.field(factory=dict)  # table -> tables with an FK to it
+    has_triggers: bool = False
+    schema_version: int = 0
+    start_keys: dict[tuple[str, str], set[Any]] = attrs.field(factory=dict, eq=False)  # (table, where) -> keys
+
+    def affected(self, written: set[str]) -> set[str]:
+        """Tables a write to ``written`` may have changed: those, plus every table whose foreign
+        keys point at them (ON DELETE/UPDATE actions), transitively."""
+        out, todo = set(), list(written)
+        while todo:
+            table = todo.pop()
+            if table in out:
+                continue
+            out.add(table)
+            todo.extend(self.dependents.get(table, ()))
+        return out
 
 
 _cache: dict[str, Snapshot] = {}
+_by_params: dict[tuple[Any, ...], Snapshot] = {}  # (params, file identities) -> snapshot, skips re-reading files
+_recent: dict[tuple[Any, ...], tuple[float, Snapshot]] = {}  # params -> (when the files were checked, snapshot)
+RECHECK_S = 1.0  # an edited seed file is picked up within a second, without a stat() per episode
 _cache_lock = threading.Lock()
+
+
+def _identity(value: str | None, base_dir: Path | None) -> Any:
+    if value is None or "\n" in value:
+        return value
+    path = Path(value.strip())
+    if not path.is_absolute() and base_dir is not None:
+        path = base_dir / path
+    try:
+        st = path.stat()
+    except OSError:
+        return (value, None)
+    return (str(path), st.st_mtime_ns, st.st_size, st.st_ino)
 
 
 def read_source(value: str | None, base_dir: Path | None, what: str) -> tuple[str, bytes | None]:
@@ -62,6 +95,16 @@ def read_source(value: str | None, base_dir: Path | None, what: str) -> tuple[st
 def snapshot_for(schema: str | None, seed: str | None, *, base_dir: Path | None = None,
                  foreign_keys: bool = True) -> Snapshot:
     """The seeded world for this configuration, built on first use and cached for the process."""
+    params = (schema, seed, str(base_dir), foreign_keys)
+    recent = _recent.get(params)
+    now = time.monotonic()
+    if recent is not None and now - recent[0] < RECHECK_S:  # files were looked at a moment ago
+        return recent[1]
+    fast = (_identity(schema, base_dir), _identity(seed, base_dir), foreign_keys)
+    snap = _by_params.get(fast)
+    if snap is not None:
+        _recent[params] = (now, snap)
+        return snap
     schema_sql, schema_db = read_source(schema, base_dir, "schema")
     seed_sql, seed_db = read_source(seed, base_dir, "seed")
     digest = hashlib.sha256()
@@ -75,6 +118,8 @@ def snapshot_for(schema: str | None, seed: str | None, *, base_dir: Path | None 
         snap = _cache.get(key)
         if snap is None:
             snap = _cache[key] = _build(key, schema_sql, schema_db or seed_db, seed_sql, foreign_keys)
+        _by_params[fast] = snap
+    _recent[params] = (now, snap)
     return snap
 
 
@@ -103,7 +148,14 @@ def _build(key: str, schema_sql: str, base_db: bytes | None, seed_sql: str, fore
             count = conn.execute(f"SELECT count(*) FROM {quote(t)}").fetchone()[0]
             lines.append(f"{t}({cols}) -- {count} rows")
         state = table_state(conn, tables)
-        return Snapshot(key, conn.serialize(), tuple(tables), "\n".join(lines), state, columns)
+        dependents: dict[str, set[str]] = {}
+        for t in tables:
+            for fk in conn.execute(f"PRAGMA foreign_key_list({quote(t)})").fetchall():
+                dependents.setdefault(fk[2], set()).add(t)
+        triggers = conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'trigger'").fetchone()[0]
+        version = conn.execute("PRAGMA schema_version").fetchone()[0]
+        return Snapshot(key, conn.serialize(), tuple(tables), "\n".join(lines), state, columns,
+                        {k: frozenset(v) for k, v in dependents.items()}, bool(triggers), version)
     finally:
         conn.close()
 
@@ -112,6 +164,8 @@ def clear_cache() -> None:
     """Forget every cached snapshot (tests, or after editing a seed file in a long-lived process)."""
     with _cache_lock:
         _cache.clear()
+        _by_params.clear()
+        _recent.clear()
 
 
 def open_copy(snap: Snapshot, *, foreign_keys: bool = True, check_same_thread: bool = True) -> sqlite3.Connection:
@@ -244,9 +298,11 @@ class AllowedChanges:
     def anything(self) -> bool:
         return "*" in self.rules
 
-    def violations(self, changes: list[Change], start_conn: Any, end_conn: sqlite3.Connection) -> list[Change]:
+    def violations(self, changes: list[Change], start_conn: Any, end_conn: sqlite3.Connection,
+                   start_cache: dict[tuple[str, str], set[Any]] | None = None) -> list[Change]:
         """The changes no rule allows. ``start_conn`` is a callable opening the start state (only
-        called when a ``where`` needs evaluating)."""
+        called when a ``where`` needs evaluating on it); ``start_cache`` keeps those results, as
+        the start state never changes."""
         if self.anything:
             return []
         bad: list[Change] = []
@@ -265,9 +321,13 @@ class AllowedChanges:
             if ok and rule.where:
                 side = "end" if ch.op == "insert" else "start"
                 keys = where_cache.get((ch.table, side))
+                if keys is None and side == "start" and start_cache is not None:
+                    keys = start_cache.get((ch.table, rule.where))
                 if keys is None:
                     conn = end_conn if side == "end" else start_conn()
                     keys = where_cache[(ch.table, side)] = _matching_keys(conn, ch.table, rule.where)
+                    if side == "start" and start_cache is not None:
+                        start_cache[(ch.table, rule.where)] = keys
                 ok = ch.key in keys
             if not ok:
                 bad.append(ch)
@@ -326,6 +386,7 @@ _WRITE_ACTIONS = {
     sqlite3.SQLITE_REINDEX, sqlite3.SQLITE_ANALYZE, sqlite3.SQLITE_CREATE_VTABLE, sqlite3.SQLITE_DROP_VTABLE,
     *(getattr(sqlite3, n) for n in dir(sqlite3) if n.startswith(("SQLITE_CREATE_", "SQLITE_DROP_"))),
 }
+_ROW_WRITES = {sqlite3.SQLITE_INSERT, sqlite3.SQLITE_UPDATE, sqlite3.SQLITE_DELETE}
 _TRANSACTION_ACTIONS = {sqlite3.SQLITE_TRANSACTION, sqlite3.SQLITE_SAVEPOINT}
 DENIED_FUNCTIONS = {"load_extension", "fts3_tokenizer", "readfile", "writefile", "edit", "sqlite_dbpage"}
 # PRAGMAs that only describe the world. Anything else (journal_mode, writable_schema,
@@ -354,6 +415,7 @@ class Sandbox:
         self.denied: str = ""
         self.ticks = 0
         self.interrupted = False
+        self.written: set[str] = set()  # tables the agent's statements were prepared to write
 
     def arm(self, conn: sqlite3.Connection, readonly: bool) -> None:
         self.readonly, self.denied, self.ticks, self.interrupted = readonly, "", 0, False
@@ -385,6 +447,10 @@ class Sandbox:
             if name in READ_PRAGMAS or (name in READ_VALUE_PRAGMAS and arg2 is None):
                 return sqlite3.SQLITE_OK
             return self._deny(f"PRAGMA {name}{'' if arg2 is None else ' = ' + arg2} is not allowed")
+        if action in _ROW_WRITES and arg1:
+            if self.readonly:
+                return self._deny("sql_query is read-only; use sql_execute to change data")
+            self.written.add(arg1)
         if self.readonly:
             if action in _WRITE_ACTIONS:
                 return self._deny("sql_query is read-only; use sql_execute to change data")
@@ -395,6 +461,9 @@ class Sandbox:
 
 def split_statements(sql: str) -> list[str]:
     """Split a script into complete statements (strings, comments and triggers handled by SQLite)."""
+    body = sql.strip().rstrip(";")
+    if ";" not in body and "--" not in body and "/*" not in body:
+        return [body.strip()] if body.strip() else []
     out: list[str] = []
     buf = ""
     for piece in sql.split(";"):

@@ -4,10 +4,10 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from agentsynth_sql.env import SqlEnvironment, SqlEnvSpec
-from agentsynth_sql.world import clear_cache
 
 from agentsynth_kernel import ToolCall
+from agentsynth_sql.env import SqlEnvironment, SqlEnvSpec
+from agentsynth_sql.world import clear_cache
 
 SCHEMA = """
 CREATE TABLE accounts (id INTEGER PRIMARY KEY, owner TEXT NOT NULL, balance INTEGER NOT NULL CHECK (balance >= 0));

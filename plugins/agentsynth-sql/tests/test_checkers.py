@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from agentsynth_sql.checkers import NoCollateral, SqlChecker
-from conftest import make_env, x
 
 from agentsynth_kernel import Trajectory
+from agentsynth_sql.checkers import NoCollateral, SqlChecker
+from conftest import make_env, x
 
 T = Trajectory("t", "do it")
 

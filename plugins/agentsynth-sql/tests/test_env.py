@@ -6,11 +6,11 @@ import sqlite3
 import time
 
 import pytest
+
+from agentsynth_kernel import ToolCall
 from agentsynth_sql import world
 from agentsynth_sql.env import SqlEnvironment, SqlEnvSpec
 from conftest import make_env, q, x
-
-from agentsynth_kernel import ToolCall
 
 
 def test_reset_shows_tables_and_tools_have_json_schemas(files):
@@ -83,16 +83,25 @@ def test_episodes_are_isolated_copies_of_one_snapshot(files):
     assert a.snapshot is b.snapshot
 
 
-def test_seed_script_runs_once_per_config(files):
+def test_seed_script_runs_once_per_config(files, monkeypatch):
     make_env(files)
     (files / "seed.sql").unlink()  # a rebuild would fail now: the cached snapshot must be reused
+    assert make_env(files).query("SELECT count(*) FROM accounts") == [(3,)]
     env = SqlEnvironment(SqlEnvSpec(schema="schema.sql", seed=None), base_dir=files)  # another config
     env.reset(0)
     assert env.query("SELECT count(*) FROM accounts") == [(0,)]
+    assert len(world._cache) == 2  # each distinct config was built once
+    monkeypatch.setattr(world, "RECHECK_S", 0.0)  # files are looked at again after a while ...
     again = SqlEnvironment(SqlEnvSpec(schema="schema.sql", seed="seed.sql"), base_dir=files)
-    with pytest.raises(FileNotFoundError):  # the seed file is read to key the cache ...
+    with pytest.raises(FileNotFoundError):  # ... so a deleted or edited seed file is noticed
         again.reset(0)
-    assert len(world._cache) == 2  # ... and each distinct config was built once
+
+
+def test_an_edited_seed_file_gives_a_new_snapshot(files, monkeypatch):
+    monkeypatch.setattr(world, "RECHECK_S", 0.0)
+    assert make_env(files).query("SELECT count(*) FROM accounts") == [(3,)]
+    (files / "seed.sql").write_text("INSERT INTO accounts VALUES (1, 'solo', 1);")
+    assert make_env(files).query("SELECT count(*) FROM accounts") == [(1,)]
 
 
 def test_seed_from_a_real_sqlite_file(files):
