@@ -66,7 +66,7 @@ class RubricJudge:
 METADATA_KEY = "judge"
 
 
-def annotate(trajectory: Trajectory, judge: Any, result: JudgeResult) -> JudgeResult:
+def annotate(trajectory: Trajectory, judge: Any, result: JudgeResult, **extra: Any) -> JudgeResult:
     """Record the judgement in ``trajectory.metadata["judge"]`` (kind, model, score, pass, rationale,
     usage), so the rationale reaches the run store and exports with the trajectory: the engine
     itself stores only the scores. Returns ``result``."""
@@ -77,6 +77,7 @@ def annotate(trajectory: Trajectory, judge: Any, result: JudgeResult) -> JudgeRe
         record["model"] = model
     if result.usage is not None:
         record["usage"] = to_builtins(result.usage)
+    record.update(extra)
     trajectory.metadata[METADATA_KEY] = record
     return result
 

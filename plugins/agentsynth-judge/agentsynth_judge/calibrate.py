@@ -23,7 +23,8 @@ from agentsynth_kernel.errors import AgentsynthError
 from agentsynth_kernel.records import EpisodeResult
 from agentsynth_kernel.store import STORE_FILE, RunStore
 
-from .agreement import Confusion, rank_auc
+from .agreement import Confusion, agreement_stats, rank_auc
+from .base import METADATA_KEY
 
 
 @attrs.define
@@ -46,6 +47,8 @@ class Calibration:
     mean_score_passed: float | None = None
     mean_score_failed: float | None = None
     episodes: list[EpisodeJudgement] = attrs.field(factory=list)
+    members: list[dict[str, Any]] = attrs.field(factory=list)  # ensembles: each judge against the world
+    agreement: dict[str, Any] | None = None  # ensembles: how much the judges agree with each other
 
     @property
     def n(self) -> int:
@@ -77,6 +80,9 @@ class Calibration:
             "confusion": {"tp": c.tp, "fp": c.fp, "fn": c.fn, "tn": c.tn},
             "confusion_matrix": c.matrix(),
         }
+        if self.members:
+            out["judges"] = self.members
+            out["agreement"] = self.agreement
         if episodes:
             out["episodes"] = [attrs.asdict(e) for e in self.episodes]
         return out
@@ -90,16 +96,36 @@ def _mean(xs: Sequence[float]) -> float | None:
     return sum(xs) / len(xs) if xs else None
 
 
-def summarize(judgements: Sequence[EpisodeJudgement], *, judge: str, skipped: int = 0) -> Calibration:
+def summarize(
+    judgements: Sequence[EpisodeJudgement],
+    *,
+    judge: str,
+    skipped: int = 0,
+    members: Sequence[Sequence[dict[str, Any]]] = (),
+) -> Calibration:
+    """Judge vs world over ``judgements``; ``members`` (one list per judgement, for ensembles) adds
+    per-judge accuracy / kappa and inter-judge agreement."""
     confusion = Confusion.of([(j.judge_passed, j.world_passed) for j in judgements])
     scores = [j.judge_score for j in judgements]
     labels = [j.world_passed for j in judgements]
-    return Calibration(
+    cal = Calibration(
         confusion, judge, skipped, rank_auc(scores, labels),
         _mean([j.judge_score for j in judgements if j.world_passed]),
         _mean([j.judge_score for j in judgements if not j.world_passed]),
         list(judgements),
     )
+    names = [m["judge"] for m in members[0]] if members else []
+    complete = [
+        (j, {m["judge"]: m for m in ms}) for j, ms in zip(judgements, members, strict=True)
+        if all(name in {m["judge"] for m in ms if not m.get("error")} for name in names)
+    ] if members else []
+    if complete:
+        votes = [[row[name]["passed"] for name in names] for _, row in complete]
+        for i, name in enumerate(names):
+            c = Confusion.of([(v[i], j.world_passed) for (j, _), v in zip(complete, votes, strict=True)])
+            cal.members.append({"judge": name, "n": c.n, "accuracy": _round(c.accuracy), "kappa": _round(c.kappa)})
+        cal.agreement = agreement_stats(votes, names)
+    return cal
 
 
 async def calibrate_results(
@@ -113,6 +139,7 @@ async def calibrate_results(
 ) -> Calibration:
     """Calibrate ``judge`` (or the stored judge scores) on episodes with known outcomes."""
     judgements: list[EpisodeJudgement] = []
+    members: list[list[dict[str, Any]]] = []
     skipped = 0
     for r in results:
         if r.status not in ("passed", "failed") or r.trajectory is None:
@@ -130,6 +157,7 @@ async def calibrate_results(
             else:
                 passed = score >= 0.7
         else:
+            r.trajectory.metadata.pop(METADATA_KEY, None)  # only this judge's own notes count below
             res = await call(judge.score, r.trajectory, list(r.verdicts) if with_verdicts else [])
             score = float(res.score)
             if threshold is not None:
@@ -139,8 +167,11 @@ async def calibrate_results(
             else:
                 passed = score >= 0.7
         judgements.append(EpisodeJudgement(r.task_id, r.trial, r.passed, passed, round(score, 4)))
+        note = r.trajectory.metadata.get(METADATA_KEY)
+        members.append(list(note.get("judges") or []) if isinstance(note, dict) else [])
     name = judge_name or ("stored" if stored else getattr(judge, "kind", type(judge).__name__))
-    return summarize(judgements, judge=name, skipped=skipped)
+    has_members = bool(members) and all(members)
+    return summarize(judgements, judge=name, skipped=skipped, members=members if has_members else ())
 
 
 def read_run(run_dir: Path) -> tuple[list[EpisodeResult], dict[str, Any]]:

@@ -102,6 +102,12 @@ def calibrate(run_dirs: tuple[Path, ...], judge_name: str | None, judge_spec: Pa
     click.echo("  confusion        world pass  world fail")
     click.echo(f"    judge pass     {c.tp:>10}  {c.fp:>10}")
     click.echo(f"    judge fail     {c.fn:>10}  {c.tn:>10}")
+    if report.members:
+        agreement = report.agreement or {}
+        click.echo(f"  ensemble members (agreement {_fmt(agreement.get('percent_agreement'))}, "
+                   f"Fleiss' kappa {_fmt(agreement.get('fleiss_kappa'))}):")
+        for member in report.members:
+            click.echo(f"    {member['judge']:<40} accuracy {_fmt(member['accuracy'])}  kappa {_fmt(member['kappa'])}")
 
 
 @judge.command()

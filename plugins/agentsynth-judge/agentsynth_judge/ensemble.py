@@ -11,8 +11,10 @@ Aggregation (``aggregate:``):
 
 Agreement is stored with the scores: ``agreement`` (the fraction of judges whose
 pass/fail matches the ensemble's) and ``score_std`` / ``score_range`` of the judges'
-overall scores. A judge that raises is left out (and named in the rationale); if all
-of them fail, the ensemble raises.
+overall scores. Each judge's score and vote are kept in ``trajectory.metadata["judge"]["judges"]``
+(``agentsynth judge calibrate`` reads them to report per-judge accuracy and inter-judge
+agreement). A judge that raises is left out (and named in the rationale); if all of them
+fail, the ensemble raises.
 """
 
 from __future__ import annotations
@@ -86,7 +88,10 @@ class EnsembleJudge:
                 results.append((label, outcome))
         if not results:
             raise RuntimeError("every judge of the ensemble failed: " + "; ".join(failures))
-        return annotate(trajectory, self, self.combine(results, verdicts, failures))
+        members = [{"judge": label, "score": r.score, "passed": self._passed(r)} for label, r in results]
+        members += [{"judge": label, "error": True} for label, o in zip(self.labels, outcomes, strict=True)
+                    if isinstance(o, BaseException)]
+        return annotate(trajectory, self, self.combine(results, verdicts, failures), judges=members)
 
     def combine(
         self, results: Sequence[tuple[str, JudgeResult]], verdicts: Sequence[Verdict], failures: Sequence[str] = ()

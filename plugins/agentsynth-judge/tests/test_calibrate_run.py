@@ -115,6 +115,18 @@ def test_calibrate_command(run_dir, tmp_path):
     out = runner.invoke(cli, ["judge", "calibrate", str(run_dir), "--judge-spec", str(ens), "--json", "-"])
     assert out.exit_code == 0, out.output
     assert json.loads(out.output)["confusion"] == {"tp": 1, "fp": 1, "fn": 1, "tn": 2}
+    # an ensemble: per-judge accuracy against the world, and agreement between the judges
+    ens2 = write_spec(tmp_path / "ens2.yaml", "type: ensemble\njudges: [heuristic, {type: heuristic, rubric: "
+                                              "{dimensions: [{name: safety, weight: 1}]}}]\n")
+    data = json.loads(runner.invoke(cli, ["judge", "calibrate", str(run_dir), "--judge-spec", str(ens2),
+                                          "--json", "-"]).output)
+    assert [(m["judge"], m["accuracy"], m["kappa"]) for m in data["judges"]] == [
+        ("judge[0] heuristic", 0.6, pytest.approx(0.1667, abs=1e-4)), ("judge[1] heuristic", 0.4, 0.0)]
+    assert data["agreement"]["percent_agreement"] == pytest.approx(0.4)
+    text = runner.invoke(cli, ["judge", "calibrate", str(run_dir), "--judge-spec", str(ens2)]).output
+    assert "ensemble members (agreement 0.400" in text and "judge[1] heuristic" in text
+    # a plain judge has no member table, even though the stored run had notes in the trajectories
+    assert "judges" not in json.loads(runner.invoke(cli, ["judge", "calibrate", str(run_dir), "--json", "-"]).output)
     stored = json.loads(runner.invoke(cli, ["judge", "calibrate", str(run_dir), "--stored", "--json", "-"]).output)
     assert stored["accuracy"] == 1.0 and stored["blind"] is False
     twice = json.loads(runner.invoke(cli, ["judge", "calibrate", str(run_dir), str(run_dir), "--json", "-"]).output)
@@ -162,6 +174,11 @@ def test_agentsynth_run_with_a_judge_end_to_end(tmp_path):
     assert scores["claim"]["judge.reward"] < scores["good"]["judge.reward"]
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["counts"] == {"passed": 2, "failed": 3, "error": 0}
+    # the stored ensemble votes give per-judge calibration without re-scoring
+    res = CliRunner().invoke(cli, ["judge", "calibrate", str(tmp_path / "r"), "--stored", "--json", "-"])
+    data = json.loads(res.output)
+    assert [m["accuracy"] for m in data["judges"]] == [1.0, 0.6]  # sees the verdicts / blind
+    assert data["agreement"]["percent_agreement"] == pytest.approx(0.6)
 
 
 @pytest.mark.parametrize(("judge", "expected"), [
