@@ -221,12 +221,20 @@ def session_state(store: RunStore) -> tuple[str, dict[str, Any]]:
 def _prepare_store(
     store: RunStore, spec: RunSpec, pack: Pack, plan_keys: list[tuple[str, int, int]], *, force: bool,
     spec_file: Path | None, notes: list[str], vers: dict[str, str] | None = None,
-) -> tuple[str, str]:
-    """Check a resumed run against its stored spec, then write this session's meta, all in one
-    transaction (a kill half-way must not leave a run id without its spec). Returns (run_id, run_hash)."""
+) -> tuple[str, str, list[EpisodeResult]]:
+    """Open a session in one transaction: check a resumed run against its stored spec, write this
+    session's meta, read back the finished episodes and log ``run_started`` (a kill half-way must
+    not leave a run id without its spec; a second process sees this one as running).
+    Returns (run_id, run_hash, restored results)."""
     vers = vers if vers is not None else versions()
     with store.transaction():
-        return _prepare_store_locked(store, spec, pack, plan_keys, vers, force=force, spec_file=spec_file, notes=notes)
+        run_id, digest = _prepare_store_locked(store, spec, pack, plan_keys, vers, force=force, spec_file=spec_file,
+                                               notes=notes)
+        wanted = set(plan_keys)
+        restored = [r for r in store.results() if r.key in wanted]
+        store.event("run_started", pid=os.getpid(), host=socket.gethostname(), pending=len(plan_keys) - len(restored),
+                    restored=len(restored), run_hash=digest)
+    return run_id, digest, restored
 
 
 def _prepare_store_locked(
@@ -343,17 +351,13 @@ async def execute(
     restored: list[EpisodeResult] = []
     if store is not None:
         try:
-            run_id, digest = _prepare_store(store, spec, pack, plan_keys, force=force, spec_file=spec_file,
-                                            notes=notes, vers=vers)
-            wanted = set(plan_keys)
-            restored = [r for r in store.results() if r.key in wanted]
+            run_id, digest, restored = _prepare_store(store, spec, pack, plan_keys, force=force,
+                                                      spec_file=spec_file, notes=notes, vers=vers)
         except BaseException:
             store.close()
             raise
         done = {r.key for r in restored}
         plan = [p for p in plan if (p[0].id, p[1], p[2]) not in done]
-        store.event("run_started", pid=os.getpid(), host=socket.gethostname(), pending=len(plan),
-                    restored=len(restored), run_hash=digest)
     else:
         run_id = uuid.uuid4().hex[:12]
         digest = run_hash(spec_record(spec), pack_record(pack, spec), plan_keys, vers)

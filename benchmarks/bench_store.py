@@ -67,8 +67,8 @@ def _timed(name, fn):
 
 def instrument() -> None:
     """Count every moment the engine spends in the store: opening it, the session's meta and
-    change check, restoring, one put per episode, events, closing."""
-    for name in ("__init__", "put", "event", "results", "close"):
+    change check, restoring (all inside ``_prepare_store``), one put per episode, events, closing."""
+    for name in ("__init__", "put", "event", "close"):
         setattr(RunStore, name, _timed(name, getattr(RunStore, name)))
     engine._prepare_store = _timed("prepare", engine._prepare_store)
 

@@ -180,3 +180,29 @@ def test_commands_on_corrupt_and_foreign_dirs(cli, tmp_path):
         code, out, err = cli(command, "broken")
         assert code == 2 and "broken/run.sqlite: not a readable run store" in err, err
         assert "Traceback" not in err
+
+
+def test_progress_display_counts_in_flight_failures_rate_and_cost():
+    from types import SimpleNamespace
+
+    from agentsynth_kernel.commands._runner import RunProgress
+    from agentsynth_kernel.records import EpisodeResult, Usage
+
+    progress = RunProgress("pack")
+    info = SimpleNamespace(total=10, restored=4, pack=SimpleNamespace(id="pack"))
+    progress.started(info, None, 0)
+    progress.started(info, None, 1)
+    task = progress.live.tasks[0]
+    assert (task.completed, task.total) == (4, 10) and task.description == "pack (4 restored)"
+    assert "⟳2" in task.fields["tally"]
+    progress.finished(info, EpisodeResult("a", 0, 1, "failed", usage=Usage(cost_usd=0.25)), 5)
+    progress.finished(info, EpisodeResult("a", 1, 2, "error", error_kind="provider"), 6)
+    task = progress.live.tasks[0]
+    assert task.completed == 6
+    assert "✗1" in task.fields["tally"] and "!1" in task.fields["tally"] and "⟳0" in task.fields["tally"]
+    assert task.fields["cost"] == "$0.2500" and task.fields["rate"].endswith(("ep/s", "ep/min"))
+
+
+def test_json_to_stdout_is_clean_json(cli, run_dir):
+    code, out, err = cli("resume", "d", "--json", "-")
+    assert code == 0 and json.loads(out)["episodes"] == 8 and err == ""

@@ -33,7 +33,10 @@ def execute_with_progress(spec: RunSpec, pack: Pack, *, run_dir: Path | None, qu
 
 
 class RunProgress:
-    """A rich progress bar: episodes done / failed / errored / in flight, rate, ETA and cost."""
+    """A rich progress bar: episodes done / failed / errored / in flight, rate, ETA and cost.
+
+    The bar counts restored episodes as done; the tallies, rate and cost are this session's.
+    """
 
     def __init__(self, title: str) -> None:
         from rich.console import Console
@@ -55,7 +58,8 @@ class RunProgress:
         c = self.counts
         tally = f"[green]✓{c['passed']}[/] [red]✗{c['failed']}[/] [yellow]!{c['error']}[/] ⟳{self.in_flight}"
         elapsed = time.perf_counter() - self.t0
-        rate = f"{self.new / elapsed * 60:.1f}/min" if self.new and elapsed > 0 else ""
+        per_s = self.new / elapsed if self.new and elapsed > 0 else 0.0
+        rate = "" if not per_s else (f"{per_s:.1f} ep/s" if per_s >= 1 else f"{per_s * 60:.1f} ep/min")
         fields: dict[str, Any] = {"total": info.total, "tally": tally, "rate": rate,
                                   "cost": f"${self.cost:.4f}" if self.cost else ""}
         if done is not None:
@@ -63,8 +67,11 @@ class RunProgress:
         self.live.update(self.bar, **fields)
 
     def started(self, info: RunInfo, task: Any, trial: int) -> None:
-        if not self.new and not self.in_flight:
-            self.live.update(self.bar, completed=info.restored)
+        if not self.new and not self.in_flight:  # first episode: start from what was restored (no ETA jump)
+            self.live.reset(self.bar, total=info.total, completed=info.restored)
+            if info.restored:
+                self.live.update(self.bar, description=f"{info.pack.id} ({info.restored} restored)")
+            self.t0 = time.perf_counter()
         self.in_flight += 1
         self._update(info)
 
