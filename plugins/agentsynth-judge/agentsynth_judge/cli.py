@@ -144,6 +144,57 @@ def pairs(run_dirs: tuple[Path, ...], output: Path, judge_name: str | None, judg
 
 
 @judge.command()
+@click.argument("run_dirs", metavar="RUN_DIR...", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("-o", "--output", type=click.Path(path_type=Path), required=True, help="JSONL file, one line per episode.")
+@click.option("--judge", "judge_name", metavar="TYPE", help="Judge to use (default: the run's judge, else heuristic).")
+@click.option("--judge-spec", type=click.Path(path_type=Path), help="YAML file with the judge spec.")
+@click.option("--blind", is_flag=True, help="Do not show the checkers' verdicts to the judge.")
+@click.option("--concurrency", type=click.IntRange(min=1), default=8, show_default=True, help="Judgements in flight.")
+def score(run_dirs: tuple[Path, ...], output: Path, judge_name: str | None, judge_spec: Path | None, blind: bool,
+          concurrency: int) -> None:
+    """Score the stored trajectories of one or more runs with a judge (no episode is re-run)."""
+    from agentsynth_kernel.components import call
+
+    from .calibrate import read_run
+    from .reward import compute_reward
+
+    results, run_spec = [], {}
+    for i, run_dir in enumerate(run_dirs):
+        found, spec = read_run(run_dir)
+        results += [r for r in found if r.trajectory is not None]
+        run_spec = spec if i == 0 else run_spec
+    judge_obj, label = _judge_from_options(judge_name, judge_spec, run_spec)
+    weights = getattr(judge_obj, "reward_weights", None)
+
+    async def one(result: Any, gate: asyncio.Semaphore) -> dict[str, Any]:
+        async with gate:
+            verdicts = [] if blind else list(result.verdicts)
+            res = await call(judge_obj.score, result.trajectory, verdicts)
+        row = {"task_id": result.task_id, "trial": result.trial, "seed": result.seed, "status": result.status,
+               "judge": label, "score": res.score, "passed": res.passed, "dimensions": res.dimensions,
+               "rationale": res.rationale}
+        if "reward" not in res.dimensions and weights is not None:
+            row["reward"] = compute_reward(result.verdicts, res.score, weights).reward
+        if res.usage is not None:
+            row["usage"] = {"prompt_tokens": res.usage.prompt_tokens, "completion_tokens": res.usage.completion_tokens,
+                            "cost_usd": res.usage.cost_usd, "requests": res.usage.requests}
+        return row
+
+    async def run_all() -> list[dict[str, Any]]:
+        gate = asyncio.Semaphore(concurrency)
+        return list(await asyncio.gather(*(one(r, gate) for r in results)))
+
+    rows = asyncio.run(run_all())
+    output.parent.mkdir(parents=True, exist_ok=True)
+    with output.open("w", encoding="utf-8") as fp:
+        for row in rows:
+            fp.write(json.dumps(row, default=str) + "\n")
+    passed = sum(1 for r in rows if r["passed"])
+    mean = sum(r["score"] for r in rows) / len(rows) if rows else 0.0
+    click.echo(f"judge {label}: {len(rows)} trajectories, mean score {mean:.3f}, {passed} passed -> {output}")
+
+
+@judge.command()
 @click.argument("rubric_file", type=click.Path(path_type=Path))
 def rubric(rubric_file: Path) -> None:
     """Validate a rubric YAML file and show its normalised weights."""

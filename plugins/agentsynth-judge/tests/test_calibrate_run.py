@@ -133,6 +133,23 @@ def test_calibrate_command(run_dir, tmp_path):
     assert twice["n"] == 10 and twice["confusion"] == {"tp": 2, "fp": 2, "fn": 2, "tn": 4}
 
 
+def test_score_command_rescores_stored_trajectories(run_dir, tmp_path):
+    out_file = tmp_path / "scores.jsonl"
+    res = CliRunner().invoke(cli, ["judge", "score", str(run_dir), "-o", str(out_file)])
+    assert res.exit_code == 0, res.output
+    rows = {r["task_id"]: r for r in map(json.loads, out_file.read_text().splitlines())}
+    assert set(rows) == {"good", "noop", "claim", "wrong", "unsure"} and "5 trajectories" in res.output
+    assert rows["good"]["score"] == 1.0 and rows["good"]["dimensions"]["reward"] == 1.0
+    assert rows["wrong"]["passed"] is False  # the verdicts are shown by default: the world vetoes
+    assert "checkers passed" in rows["wrong"]["rationale"]
+    blind = tmp_path / "blind.jsonl"
+    res = CliRunner().invoke(cli, ["judge", "score", str(run_dir), "-o", str(blind), "--blind",
+                                   "--judge", "heuristic"])
+    assert res.exit_code == 0, res.output
+    rows = {r["task_id"]: r for r in map(json.loads, blind.read_text().splitlines())}
+    assert rows["wrong"]["passed"] is True and rows["unsure"]["passed"] is False
+
+
 def test_pairs_command(run_dir, tmp_path):
     out_file = tmp_path / "pairs.jsonl"
     res = CliRunner().invoke(cli, ["judge", "pairs", str(run_dir), "-o", str(out_file)])
