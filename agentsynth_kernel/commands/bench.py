@@ -7,6 +7,7 @@ Exit status: 0 ok, 1 below ``--min-pass-rate``, 2 bad input, 3 stopped early (bu
 from __future__ import annotations
 
 import json
+import sys
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -316,7 +317,10 @@ def bench(ctx: click.Context, pack: str, policy: str | None, compare: tuple[str,
         code = 3 if (run_a.stopped or run_b.stopped) else 0
     if verdict is not None and not verdict["passed"]:
         code = 1
-    ctx.exit(code)
+    if code:
+        # SystemExit rather than ctx.exit(): `python -m agentsynth_kernel` drops the value ctx.exit returns
+        # through main(), and a CI gate must not exit 0.
+        sys.exit(code)
 
 
 def _gate_line(verdict: dict[str, Any] | None) -> str | None:
