@@ -323,7 +323,7 @@ class BrowserEnvironment:
         except Exception:
             pass  # a slow page: snapshot whatever is there
 
-    async def _snapshot_lines(self, element: str | None = None) -> list[str]:
+    async def _snapshot(self, element: str | None = None) -> dict[str, Any]:
         page = self._page
         for attempt in range(3):
             try:
@@ -338,16 +338,13 @@ class BrowserEnvironment:
                     await self._settle()
                     continue
                 raise
-        return []
+        return {"title": "", "lines": []}
 
     async def _observe(self, note: str, *, element: str | None = None, offset: int = 0) -> str:
         page = self._page
         self.url = page.url
-        lines = await self._snapshot_lines(element)
-        try:
-            title = await page.title()
-        except Exception:
-            title = ""
+        snap = await self._snapshot(element)
+        lines, title = snap["lines"], snap["title"]
         head = [f"URL: {self.relative_url()}", f"Title: {title}"]
         if self._dialogs:
             head.append("Dialog: " + "; ".join(self._dialogs))

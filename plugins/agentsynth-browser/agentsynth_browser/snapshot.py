@@ -157,11 +157,10 @@ SNAPSHOT_JS = r"""
   };
   walk(root || document.body, 0);
   flush();
-  return lines;
+  return {title: document.title, lines};
 }
 """
 
-ROOT_JS = "(el) => (" + SNAPSHOT_JS.strip() + ")(el)"
 
 
 def selector_for(element: str) -> str:

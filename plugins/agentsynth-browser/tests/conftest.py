@@ -14,6 +14,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+
 from agentsynth_browser import launcher
 
 TAG = f"agentsynth-browser-test-{uuid.uuid4().hex[:8]}"

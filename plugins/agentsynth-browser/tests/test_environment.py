@@ -10,10 +10,10 @@ import signal
 from types import SimpleNamespace
 
 import pytest
+
 from agentsynth_browser import BrowserEnvironment, launcher
 from agentsynth_browser.checkers import AppDbChecker, PageChecker, UrlChecker
 from agentsynth_browser.environment import BrowserCrashed
-
 from agentsynth_kernel import ToolCall, Trajectory
 
 TRAJ = Trajectory("t", "x")
