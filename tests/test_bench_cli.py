@@ -203,3 +203,55 @@ def test_bench_stats_per_tier_blocks():
         "pass_hat_k": 0.5, "pass_hat_k_ci95": [round(x, 4) for x in wilson_interval(1.0, 2)],
     }
     assert stats["tiers"]["-"]["pass_at_1"] == 0.0
+
+
+# --- the GitHub Action (action.yml at the repository root) -----------------------------------------
+
+
+def _action():
+    from pathlib import Path
+
+    import yaml
+
+    return yaml.safe_load((Path(__file__).parents[1] / "action.yml").read_text())
+
+
+def test_action_is_a_composite_whose_env_uses_only_declared_inputs():
+    import re
+
+    action = _action()
+    assert action["runs"]["using"] == "composite"
+    declared = set(action["inputs"])
+    used = set()
+    for step in action["runs"]["steps"]:
+        for value in (step.get("env") or {}).values():
+            used |= set(re.findall(r"\$\{\{\s*inputs\.([\w-]+)\s*\}\}", str(value)))
+        assert "${{ inputs." not in step.get("run", ""), "inputs reach scripts through env only (no injection)"
+    assert used and used <= declared
+    assert {"pass-rate", "pass-hat-k", "passed"} <= set(action["outputs"])
+
+
+@pytest.mark.parametrize("policy,floor,status,passed", [("oracle", "0.8", 0, "true"), ("noop", "80%", 1, "false")])
+def test_action_bench_step_gates_and_writes_outputs(kvpack, tmp_path, policy, floor, status, passed):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    action = _action()
+    step = next(s for s in action["runs"]["steps"] if s.get("id") == "bench")
+    defaults = {k: str(v.get("default", "")) for k, v in action["inputs"].items()}
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    for key, value in step["env"].items():
+        name = str(value).removeprefix("${{ inputs.").removesuffix(" }}")
+        env[key] = defaults[name] if name in defaults else str(value)
+    env.update(PACK=str(kvpack), POLICY=policy, MIN_PASS_RATE=floor, SPLIT="all", REPORT=str(tmp_path / "r.json"),
+               GITHUB_OUTPUT=str(tmp_path / "out"), GITHUB_STEP_SUMMARY=str(tmp_path / "summary.md"))
+    proc = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]], env=env,
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert proc.returncode == status, proc.stdout + proc.stderr
+    outputs = dict(line.split("=", 1) for line in (tmp_path / "out").read_text().splitlines())
+    assert outputs["passed"] == passed
+    assert float(outputs["pass-rate"]) == (1.0 if policy == "oracle" else 0.0)
+    summary = (tmp_path / "summary.md").read_text()
+    assert "| **all** | 3 | 3 |" in summary and ("passed" if passed == "true" else "failed") in summary

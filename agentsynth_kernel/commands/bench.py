@@ -341,9 +341,10 @@ def _print_single(summary: dict[str, Any], stats: dict[str, Any], verdict: dict[
     k = stats["k"]
     console.print(render_tiers(stats, f"per tier · {k} trial(s) per task"))
     o = stats["overall"]
-    console.print(f"pass@1 {_pct(o['pass_at_1'])} {_ci_text(o['pass_at_1_ci95'])} over {o['episodes']} episodes; "
-                  f"pass^{k} {_pct(o['pass_hat_k'])} {_ci_text(o['pass_hat_k_ci95'])} over {o['tasks']} tasks "
-                  "(Wilson 95% intervals)", highlight=False)
+    line = f"pass@1 {_pct(o['pass_at_1'])} {_ci_text(o['pass_at_1_ci95'])} over {o['episodes']} episodes"
+    if k > 1:
+        line += f"; pass^{k} {_pct(o['pass_hat_k'])} {_ci_text(o['pass_hat_k_ci95'])} over {o['tasks']} tasks"
+    console.print(line + " (Wilson 95% intervals)", highlight=False)
     for line in summary_lines(summary)[1:]:
         if not line.startswith(f"pass^{k} "):
             console.print(line, highlight=False)

@@ -30,7 +30,7 @@ def register_checkers(register: Any) -> None:
 
 @hookimpl
 def register_packs(register: Any) -> None:
-    register("core", PACKS / "core", description="20 tiered business tasks on one writable SQL world")
+    register("core", PACKS / "core", description="22 tiered business tasks on one writable SQL world (a small shop)")
 
 
 @hookimpl
