@@ -1,0 +1,450 @@
+"""``challenger``, ``evolve`` and ``from_failures``: an LLM proposes tasks, solvers decide.
+
+All three share one loop (:func:`refine`): a proposal (instruction + checkers in the pack's
+checker vocabulary, optionally an oracle) is checked, and if it fails a check the proposer is
+told why and revises, up to ``rounds`` times. A proposal is accepted when
+
+1. it is a valid task (``invalid_task``: schema / unknown checker, with the path-qualified problems);
+2. the ``noop`` policy fails it (``noop_passes``: the checkers do not depend on the agent's work);
+3. it is **solvable**: some strong solver passes it (``unsolvable``), or, without strong solvers,
+   the proposed oracle passes (``oracle_fails``);
+4. it is **discriminative**: weak solvers pass at most ``max_weak_pass_rate`` of their attempts
+   (``not_discriminative``);
+5. the oracle (the proposed one, else the passing strong solver's actions) replays to a pass in a
+   fresh world (``oracle_not_reproducible``), so the written pack passes ``pack validate``.
+
+An item that runs out of rounds is rejected with the reason of its last round.
+
+- ``challenger``: proposes new tasks for the world from scratch (the pack's tasks as examples).
+- ``evolve``: rewrites each existing task into harder / more diverse variants (``strategies``).
+- ``from_failures``: reads a run's failed episodes, classifies each (``no_call``, ``wrong_tool``,
+  ``bad_arguments``, ``wrong_end_state``) and evolves those tasks with variants aimed at the gap.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from agentsynth_kernel.errors import SpecError
+from agentsynth_kernel.records import ToolCall
+from agentsynth_kernel.spec import ComponentSpec, InvalidValue, Pack, Task, check_pack, structure
+
+from .core import (
+    Accepted,
+    Item,
+    LLMSettings,
+    Meter,
+    Outcome,
+    SynthContext,
+    action_dicts,
+    derive_seed,
+    parse_json_object,
+    task_record,
+    why_failed,
+)
+
+TASK_FORMAT = """Answer with ONE JSON object only:
+{{"instruction": "what the user asks (concrete values, no mention of tools)",
+  "checkers": [ {{"type": "<checker type>", ...parameters}} ]{oracle_key}}}
+The checkers must decide from the world's END STATE whether the request was fulfilled.
+Available checker types: {checkers}
+"""
+
+ORACLE_KEY = ',\n  "oracle": [{"tool": "<tool>", "arguments": {...}}, ..., {"answer": "final reply"}]'
+
+CHALLENGER_PROMPT = """You write new tasks for AI agents that act in this environment through tools.
+First observation of the world:
+{world}
+
+Tools: {tools}
+
+Example tasks of this environment (instruction and checkers):
+{examples}
+
+Write task #{number}: a NEW task, different from the examples, that a capable agent can solve with the tools
+but a careless one gets wrong (several steps, exact values read from the data).{focus}
+""" + TASK_FORMAT
+
+EVOLVE_PROMPT = """You rewrite a task for AI agents into a {strategy} variant that still has one correct outcome.
+Strategies: constraints = add a condition the agent must respect; multi-step = require several dependent steps;
+distractors = add irrelevant but plausible details the agent must ignore.{focus}
+First observation of the world:
+{world}
+
+Tools: {tools}
+
+Original task:
+{original}
+
+Its reference solution:
+{solution}
+
+""" + TASK_FORMAT
+
+
+@attrs.frozen
+class ChallengerSpec:
+    """Parameters of ``challenger``; ``strong`` / ``weak`` are lists of policy specs."""
+
+    strong: list[dict[str, Any]]
+    model: str | None = None
+    api_base: str | None = None
+    api_key_env: str | None = None
+    temperature: float | None = 0.7
+    weak: list[dict[str, Any]] = attrs.field(factory=list)
+    n: int = 5
+    strong_trials: int = 1
+    weak_trials: int = 1
+    max_weak_pass_rate: float = 0.34
+    rounds: int = 3
+    examples: int = 3
+    focus: list[str] = attrs.field(factory=list)
+    split: str = "test"
+    tier: str = "synth-challenger"
+    id_prefix: str = "ch"
+
+    def __attrs_post_init__(self) -> None:
+        _common(self)
+        if not self.strong:
+            raise InvalidValue("strong: give at least one strong solver policy")
+
+
+def _common(spec: Any) -> None:
+    if not spec.model:
+        raise InvalidValue("model: the proposer's model is required (e.g. openai/gpt-4o)")
+    for key in ("strong", "weak"):
+        for i, p in enumerate(getattr(spec, key, []) or []):
+            if not isinstance(p, dict) or not isinstance(p.get("type"), str):
+                raise InvalidValue(f"{key}[{i}]: expected a policy spec with 'type:'")
+    if spec.rounds < 1:
+        raise InvalidValue(f"rounds: must be at least 1, got {spec.rounds}")
+    if not 0 <= spec.max_weak_pass_rate <= 1:
+        raise InvalidValue(f"max_weak_pass_rate: must be within [0, 1], got {spec.max_weak_pass_rate}")
+    if spec.split not in ("train", "test"):
+        raise InvalidValue(f"split: expected train or test, got {spec.split!r}")
+
+
+@attrs.frozen
+class EvolveSpec:
+    """Parameters of ``evolve``: ``variants`` per task, each with the next of ``strategies``."""
+
+    model: str | None = None
+    api_base: str | None = None
+    api_key_env: str | None = None
+    temperature: float | None = 0.7
+    strategies: list[str] = attrs.field(factory=lambda: ["constraints", "multi-step", "distractors"])
+    variants: int = 1
+    strong: list[dict[str, Any]] = attrs.field(factory=list)
+    weak: list[dict[str, Any]] = attrs.field(factory=list)
+    strong_trials: int = 1
+    weak_trials: int = 1
+    max_weak_pass_rate: float = 1.0
+    rounds: int = 2
+    split_filter: str = "all"
+    only: list[str] = attrs.field(factory=list)
+    split: str = "train"
+    tier: str = "synth-evolved"
+    id_prefix: str = "ev"
+
+    def __attrs_post_init__(self) -> None:
+        _common(self)
+        if self.variants < 1:
+            raise InvalidValue(f"variants: must be at least 1, got {self.variants}")
+        if not self.strategies:
+            raise InvalidValue("strategies: give at least one (constraints, multi-step, distractors)")
+
+
+@attrs.frozen
+class FromFailuresSpec(EvolveSpec):
+    """``evolve`` aimed at the failures of a run: ``run`` is its run directory."""
+
+    run: str = ""
+    max_tasks: int = 20
+
+    def __attrs_post_init__(self) -> None:
+        super().__attrs_post_init__()
+        if not self.run:
+            raise InvalidValue("run: the run directory whose failures to target")
+
+
+def _cspec(data: dict[str, Any]) -> ComponentSpec:
+    return ComponentSpec(data["type"], {k: v for k, v in data.items() if k != "type"})
+
+
+def checker_catalog(ctx: SynthContext) -> str:
+    reg = ctx.host.registry["checker"]
+    skip = {"synth_fingerprint", "synth_record_probes"}
+    return "; ".join(f"{n}: {r.description}" if r.description else n for n, r in sorted(reg.items()) if n not in skip)
+
+
+def load_oracle(pack: Pack) -> dict[str, list[dict[str, Any]]]:
+    """The pack's oracle actions per task, as plain dicts (empty when there is none)."""
+    from agentsynth_kernel.importing import import_file
+
+    path = pack.oracle_path
+    if path is None or not path.is_file():
+        return {}
+    module = import_file(path)
+    out = {}
+    for task in pack.tasks:
+        try:
+            script = module.solve(task) if callable(getattr(module, "solve", None)) else module.ORACLE.get(task.id)
+        except Exception:
+            continue
+        acts = []
+        for a in script or []:
+            if isinstance(a, ToolCall):
+                acts.append({"tool": a.name, "arguments": dict(a.arguments)})
+            elif isinstance(a, dict):
+                acts.append(a)
+            elif hasattr(a, "content"):
+                acts.append({"answer": a.content})
+        out[task.id] = acts
+    return out
+
+
+def parse_task(text: str, task_id: str, ctx: SynthContext, *, split: str, tier: str,
+               base: Task | None = None) -> tuple[Task, list[dict[str, Any]] | None]:
+    """A proposal as a Task (+ its oracle, if given); ValueError / SpecError with the problems."""
+    data = parse_json_object(text)
+    record = {"id": task_id, "instruction": data.get("instruction"), "checkers": data.get("checkers"),
+              "split": split, "tier": tier}
+    if base is not None and base.environment:
+        record["environment"] = dict(base.environment)
+    if isinstance(data.get("environment"), dict):
+        record["environment"] = {**record.get("environment", {}), **data["environment"]}
+    task = structure(record, Task, source="proposal", prefix="task")
+    if not task.checkers:
+        raise ValueError("task.checkers: give at least one checker that reads the end state")
+    pack = Pack(id="proposal", tasks=[task], environment=ctx.pack.environment, checkers=list(ctx.pack.checkers))
+    object.__setattr__(pack, "base_dir", ctx.pack.base_dir)
+    problems = check_pack(pack, ctx.host)
+    if problems:
+        raise SpecError("proposal", problems)
+    oracle = data.get("oracle")
+    if oracle is not None:
+        if not isinstance(oracle, list) or not all(isinstance(a, dict) and ("tool" in a or "answer" in a)
+                                                   for a in oracle):
+            raise ValueError("oracle: expected a list of {tool, arguments} / {answer}")
+    return task, oracle
+
+
+async def refine(ctx: SynthContext, item: Item, meter: Meter, messages: list[dict[str, Any]], *,
+                 settings: LLMSettings, strong: list[dict[str, Any]], weak: list[dict[str, Any]],
+                 strong_trials: int, weak_trials: int, max_weak_pass_rate: float, rounds: int, split: str,
+                 tier: str, base: Task | None = None, info: dict[str, Any] | None = None) -> Outcome:
+    """Propose -> check -> feedback, up to ``rounds`` rounds (see the module docstring)."""
+    out = Outcome()
+    history = []
+    reason, detail = "unparseable", ""
+    for rnd in range(rounds):
+        text = await ctx.ask(messages, meter, salt=f"{item.id}:{item.seed}:{rnd}", settings=settings)
+        messages = [*messages, {"role": "assistant", "content": text}]
+        reason, detail, feedback, accepted = await _judge_round(
+            ctx, item, meter, text, rnd, strong=strong, weak=weak, strong_trials=strong_trials,
+            weak_trials=weak_trials, max_weak_pass_rate=max_weak_pass_rate, split=split, tier=tier, base=base)
+        history.append({"round": rnd, "reason": reason, "detail": detail[:300]})
+        if accepted is not None:
+            accepted.info.update({"rounds": rnd + 1, "history": history, **(info or {})})
+            out.accepted.append(accepted)
+            return out
+        messages = [*messages, {"role": "user", "content": f"Rejected ({reason}): {feedback}\nRevise the task and "
+                                "answer with the corrected JSON object only."}]
+    return out.reject(reason, detail, rounds=rounds, history=history)
+
+
+async def _judge_round(ctx: SynthContext, item: Item, meter: Meter, text: str, rnd: int, *,
+                       strong: list[dict[str, Any]], weak: list[dict[str, Any]], strong_trials: int,
+                       weak_trials: int, max_weak_pass_rate: float, split: str, tier: str,
+                       base: Task | None) -> tuple[str, str, str, Accepted | None]:
+    try:
+        task, oracle = parse_task(text, item.id, ctx, split=split, tier=tier, base=base)
+    except SpecError as exc:
+        msg = "; ".join(exc.messages)
+        return "invalid_task", msg, f"the task is not valid: {msg}", None
+    except ValueError as exc:
+        return "unparseable", f"{exc}: {text[:200]}", f"{exc}", None
+    seed = derive_seed(item.seed, "round", rnd)
+    noop = await ctx.episode(task, ComponentSpec("noop"), seed=seed, meter=meter)
+    if noop.status == "error":
+        return "invalid_task", why_failed(noop), f"the checkers crash on the untouched world: {why_failed(noop)}", None
+    if noop.passed:
+        return ("noop_passes", "the checkers pass on the untouched world",
+                "the checkers already pass when the agent does nothing; they must check the change the task asks "
+                "for", None)
+    solution, solved_by = None, ""
+    if strong:
+        failures = []
+        for si, pol in enumerate(strong):
+            for t in range(strong_trials):
+                r = await ctx.episode(task, _cspec(pol), seed=derive_seed(seed, "strong", si, t), meter=meter)
+                if r.passed and r.trajectory is not None:
+                    solution, solved_by = r, pol.get("model", pol["type"])
+                    break
+                failures.append(why_failed(r, 200))
+            if solution is not None:
+                break
+        if solution is None:
+            detail = f"no strong solver passes: {failures[0] if failures else ''}"
+            return ("unsolvable", detail, f"no strong solver could solve it ({failures[0] if failures else ''}); "
+                    "make it solvable with the tools, and make the checkers match the request exactly", None)
+    if oracle is None and solution is not None:
+        oracle = action_dicts(solution.trajectory)
+    if oracle is None:
+        return "oracle_fails", "no oracle and no strong solver", "give the 'oracle' actions that solve it", None
+    replay = await ctx.episode(task, ComponentSpec("synth_replay", {"actions": oracle}), seed=seed, meter=meter)
+    if not replay.passed:
+        reason = "oracle_not_reproducible" if strong else "oracle_fails"
+        return reason, why_failed(replay), f"the reference solution does not pass: {why_failed(replay)}", None
+    if weak:
+        results = []
+        for wi, pol in enumerate(weak):
+            for t in range(weak_trials):
+                results.append(await ctx.episode(task, _cspec(pol), seed=derive_seed(seed, "weak", wi, t),
+                                                 meter=meter))
+        rate = sum(r.passed for r in results) / len(results)
+        if rate > max_weak_pass_rate:
+            return ("not_discriminative", f"weak solvers pass {rate:.0%} > {max_weak_pass_rate:.0%}",
+                    f"weak solvers pass {rate:.0%} of attempts: too easy; make it need more care", None)
+    traj = (solution or replay).trajectory
+    assert traj is not None
+    return "accepted", "", "", Accepted(task, replay.trajectory if solution is None else traj,
+                                        replay.verdicts if solution is None else solution.verdicts, oracle=oracle,
+                                        seed=seed, info={"solved_by": solved_by or "oracle"})
+
+
+class Challenger:
+    name = "challenger"
+    makes_tasks = True
+
+    def __init__(self, spec: ChallengerSpec) -> None:
+        self.spec = spec
+        self.settings = LLMSettings(spec.model, spec.api_base, spec.api_key_env, spec.temperature)
+
+    def plan(self, ctx: SynthContext) -> list[Item]:
+        return [Item(f"{self.spec.id_prefix}-{i:04d}", derive_seed(ctx.seed, "challenger", i), i)
+                for i in range(self.spec.n)]
+
+    async def make(self, ctx: SynthContext, item: Item, meter: Meter) -> Outcome:
+        s = self.spec
+        world, tools = await ctx.world()
+        examples = "\n".join(json.dumps({"instruction": t.instruction, "checkers": [c.to_dict() for c in
+                                                                                  ctx.pack.task_checkers(t)]})
+                             for t in ctx.pack.tasks[: s.examples])
+        focus = f"\nFocus on: {s.focus[item.payload % len(s.focus)]}." if s.focus else ""
+        prompt = CHALLENGER_PROMPT.format(
+            world=world[:4000], tools=json.dumps([t.to_openai()["function"] for t in tools]), examples=examples,
+            number=item.payload + 1, focus=focus, oracle_key="", checkers=checker_catalog(ctx))
+        return await refine(ctx, item, meter, [{"role": "user", "content": prompt}], settings=self.settings,
+                            strong=s.strong, weak=s.weak, strong_trials=s.strong_trials, weak_trials=s.weak_trials,
+                            max_weak_pass_rate=s.max_weak_pass_rate, rounds=s.rounds, split=s.split, tier=s.tier)
+
+
+class Evolve:
+    name = "evolve"
+    makes_tasks = True
+
+    def __init__(self, spec: EvolveSpec) -> None:
+        self.spec = spec
+        self.settings = LLMSettings(spec.model, spec.api_base, spec.api_key_env, spec.temperature)
+
+    def sources(self, ctx: SynthContext) -> list[tuple[Task, str]]:
+        s = self.spec
+        tasks = [t for t in ctx.pack.tasks if s.split_filter == "all" or t.split == s.split_filter]
+        if s.only:
+            tasks = [t for t in tasks if t.id in set(s.only)]
+        return [(t, "") for t in tasks]
+
+    def plan(self, ctx: SynthContext) -> list[Item]:
+        items = []
+        k = 0
+        for task, focus in self.sources(ctx):
+            for v in range(self.spec.variants):
+                strategy = self.spec.strategies[k % len(self.spec.strategies)]
+                k += 1
+                items.append(Item(f"{self.spec.id_prefix}-{task.id}-{v}", derive_seed(ctx.seed, self.name, task.id, v),
+                                  {"task": task, "strategy": strategy, "focus": focus}))
+        return items
+
+    async def make(self, ctx: SynthContext, item: Item, meter: Meter) -> Outcome:
+        s = self.spec
+        world, tools = await ctx.world()
+        task: Task = item.payload["task"]
+        solution = load_oracle(ctx.pack).get(task.id)
+        focus = item.payload["focus"]
+        prompt = EVOLVE_PROMPT.format(
+            strategy=item.payload["strategy"], focus=f"\n{focus}" if focus else "", world=world[:4000],
+            tools=json.dumps([t.to_openai()["function"] for t in tools]),
+            original=json.dumps({"instruction": task.instruction, "checkers": task_record(task)["checkers"]}),
+            solution=json.dumps(solution) if solution else "(none)",
+            oracle_key=ORACLE_KEY, checkers=checker_catalog(ctx))
+        return await refine(ctx, item, meter, [{"role": "user", "content": prompt}], settings=self.settings,
+                            strong=s.strong, weak=s.weak, strong_trials=s.strong_trials, weak_trials=s.weak_trials,
+                            max_weak_pass_rate=s.max_weak_pass_rate, rounds=s.rounds, split=s.split, tier=s.tier,
+                            base=task, info={"source_task": task.id, "strategy": item.payload["strategy"],
+                                             **({"gap": item.payload.get("gap")} if item.payload.get("gap") else {})})
+
+
+GAP_FOCUS = {
+    "no_call": "Agents answered without calling any tool: the variant must make it obvious that the answer has to "
+               "be looked up or changed with the tools.",
+    "wrong_tool": "Agents called the wrong tool (e.g. read instead of write): the variant must require the specific "
+                  "tool(s) the solution uses.",
+    "bad_arguments": "Agents sent invalid or failing arguments: the variant must require exact values "
+                     "(ids, formats) read from the data.",
+    "wrong_end_state": "Agents called tools but left the wrong end state: the variant must stress the exact "
+                       "outcome (which rows/values must change, and nothing else).",
+}
+
+
+def classify_failure(result: Any, oracle_tools: set[str]) -> str:
+    """``no_call``, ``wrong_tool``, ``bad_arguments`` or ``wrong_end_state`` for a failed episode."""
+    traj = result.trajectory
+    calls = [s for s in (traj.steps if traj else []) if isinstance(s.action, ToolCall)]
+    if not calls:
+        return "no_call"
+    if any(s.invalid or (s.observation is not None and s.observation.error) for s in calls):
+        return "bad_arguments"
+    if oracle_tools and not oracle_tools <= {s.action.name for s in calls}:
+        return "wrong_tool"
+    return "wrong_end_state"
+
+
+class FromFailures(Evolve):
+    name = "from_failures"
+
+    def __init__(self, spec: FromFailuresSpec, base_dir: Path | None = None) -> None:
+        super().__init__(spec)
+        path = Path(spec.run)
+        if not path.is_absolute() and base_dir is not None and not path.exists():
+            path = base_dir / path
+        self.run_dir = path
+        self.gaps: dict[str, int] = {}
+
+    def sources(self, ctx: SynthContext) -> list[tuple[Task, str]]:
+        from .replay_filter import read_results
+
+        results = read_results(self.run_dir)
+        oracle = load_oracle(ctx.pack)
+        tasks = {t.id: t for t in ctx.pack.tasks}
+        per_task: dict[str, str] = {}
+        self.gaps = {}
+        for r in results:
+            if r.passed or r.status == "error" and r.error_kind not in ("agent", "") or r.task_id not in tasks:
+                continue
+            gap = classify_failure(r, {a["tool"] for a in oracle.get(r.task_id, []) if "tool" in a})
+            self.gaps[gap] = self.gaps.get(gap, 0) + 1
+            per_task.setdefault(r.task_id, gap)
+        chosen = sorted(per_task)[: self.spec.max_tasks]  # type: ignore[attr-defined]
+        return [(tasks[t], GAP_FOCUS[per_task[t]]) for t in chosen]
+
+    def plan(self, ctx: SynthContext) -> list[Item]:
+        items = super().plan(ctx)
+        for item in items:
+            focus = item.payload["focus"]
+            item.payload["gap"] = next((g for g, f in GAP_FOCUS.items() if f == focus), "")
+        return items

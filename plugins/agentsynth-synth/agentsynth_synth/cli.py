@@ -1,0 +1,210 @@
+"""``agentsynth synth SOURCE --generator NAME ...``: run a generator from the command line."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+GENERATOR_NAMES = ("forward", "back_translation", "replay_filter", "challenger", "evolve", "from_failures")
+
+
+def _parse_param(text: str) -> tuple[str, Any]:
+    import yaml
+
+    from agentsynth_kernel.errors import SpecError
+
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise SpecError("-p", [f"{text!r}: expected KEY=VALUE (VALUE is YAML: 3, true, [a, b], {{type: llm}})"])
+    try:
+        return key.strip(), yaml.safe_load(value)
+    except yaml.YAMLError as exc:
+        raise SpecError("-p", [f"{key}: invalid YAML value: {exc}"]) from None
+
+
+def _source(ref: str) -> tuple[Any, Any, Path]:
+    """(pack, run spec or None, base dir): SOURCE is a pack (name, directory, pack.yaml) or a run spec."""
+    from agentsynth_kernel.spec import load_pack, load_run_spec, read_yaml
+
+    path = Path(ref)
+    if path.is_file() and path.suffix in (".yaml", ".yml") and path.name != "pack.yaml":
+        data = read_yaml(path)
+        if isinstance(data, dict) and "policy" in data:
+            spec, pack = load_run_spec(path)
+            return pack, spec, path.parent.resolve()
+    pack = load_pack(ref)
+    return pack, None, Path.cwd()
+
+
+@click.command("synth")
+@click.argument("source", metavar="PACK|RUN_SPEC")
+@click.option("-g", "--generator", "name", required=True, type=click.Choice(GENERATOR_NAMES),
+              help="Which generator to run.")
+@click.option("--config", "config", type=click.Path(path_type=Path, dir_okay=False),
+              help="YAML with the generator's parameters ({type: NAME, ...} or a 'generator:' mapping).")
+@click.option("-p", "--param", "params", multiple=True, metavar="KEY=VALUE",
+              help="A generator parameter (VALUE is YAML); repeatable, overrides --config.")
+@click.option("-o", "--out", type=click.Path(path_type=Path),
+              help="Write the result: a pack directory (new tasks) or a JSONL file (trajectories).")
+@click.option("--run-dir", type=click.Path(path_type=Path, file_okay=False),
+              help="Durable store of accepted items (default runs/<time>-synth-NAME); rerun to resume.")
+@click.option("--seed", type=int, help="Seed (default: the run spec's, else 0).")
+@click.option("--concurrency", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Items in flight (each item runs to its end before a new one starts).")
+@click.option("--limit", type=click.IntRange(min=1), help="Do at most this many items.")
+@click.option("--budget-usd", type=click.FloatRange(min=0), help="Hard cap on LLM spend (USD).")
+@click.option("--budget-tokens", type=click.IntRange(min=0), help="Hard cap on LLM tokens.")
+@click.option("--no-cache", is_flag=True, help="Do not use the LLM response cache.")
+@click.option("--max-steps", type=click.IntRange(min=1), help="Steps per episode (default: the run spec's, else 30).")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), help="Seconds per episode.")
+@click.option("--validate/--no-validate", default=None,
+              help="Run `pack validate` on the written pack (default: on for new tasks).")
+@click.option("--json", "json_path", metavar="PATH", help="Write the report as JSON ('-' for stdout).")
+@click.option("-q", "--quiet", is_flag=True, help="No progress and no summary.")
+@click.pass_context
+def synth(ctx: click.Context, source: str, name: str, config: Path | None, params: tuple[str, ...],
+          out: Path | None, run_dir: Path | None, seed: int | None, concurrency: int, limit: int | None,
+          budget_usd: float | None, budget_tokens: int | None, no_cache: bool, max_steps: int | None,
+          timeout: float | None, validate: bool | None, json_path: str | None, quiet: bool) -> None:
+    """Synthesise outcome-verified tasks or trajectories from PACK (a name or path) or RUN_SPEC.
+
+    Accepted items stream into the run directory's store as they are verified; a budget stop
+    or a kill leaves only complete items, and rerunning with the same --run-dir continues.
+    New tasks (back_translation, challenger, evolve, from_failures) are written with -o as a
+    pack that `agentsynth pack validate` checks; trajectories (forward, replay_filter) as JSONL.
+    Exit codes: 0 done, 1 the written pack fails validation, 2 bad input, 3 stopped by the budget.
+    """
+    from agentsynth_kernel.errors import SpecError
+    from agentsynth_kernel.spec import read_yaml
+
+    from .api import make_generator, write_output
+    from .core import SynthContext, synthesize
+
+    pack, run_spec, base_dir = _source(source)
+    data: dict[str, Any] = {}
+    where = "-p"
+    if config is not None:
+        where = str(config)
+        raw = read_yaml(config)
+        if isinstance(raw, dict) and isinstance(raw.get("generator"), dict):
+            raw = raw["generator"]
+        if not isinstance(raw, dict):
+            raise SpecError(str(config), ["expected a mapping of generator parameters"])
+        if raw.get("type", name) != name:
+            raise SpecError(str(config), [f"type: this file configures {raw['type']!r}, not {name!r}"])
+        data = {k: v for k, v in raw.items() if k != "type"}
+        base_dir = config.parent.resolve()
+    for text in params:
+        key, value = _parse_param(text)
+        data[key] = value
+    if run_spec is not None:  # the run spec's policy is the default teacher / strong solver
+        default = run_spec.policy.to_dict()
+        if name == "forward":
+            data.setdefault("teachers", [default])
+        elif name in ("challenger", "evolve", "from_failures") and run_spec.policy.type not in ("oracle", "noop"):
+            data.setdefault("strong", [default])
+    generator = make_generator(name, data, base_dir=base_dir, source=where)
+    spec_seed = run_spec.seed if run_spec is not None else 0
+    budget = run_spec.budget if run_spec is not None else None
+    run_dir = run_dir or Path("runs") / f"{time.strftime('%Y%m%d-%H%M%S')}-synth-{name}"
+    sctx = SynthContext(
+        pack, seed=spec_seed if seed is None else seed,
+        budget_usd=budget_usd if budget_usd is not None else getattr(budget, "usd", None),
+        budget_tokens=budget_tokens if budget_tokens is not None else getattr(budget, "tokens", None),
+        cache=not no_cache, max_steps=max_steps or (run_spec.max_steps if run_spec else 30),
+        timeout=timeout or (run_spec.timeout if run_spec else 120.0), run_dir=run_dir, name=name)
+    progress = None if quiet or not sys.stderr.isatty() else Progress(name)
+
+    async def go() -> Any:
+        try:
+            return await synthesize(generator, sctx, run_dir=run_dir, concurrency=concurrency, limit=limit,
+                                    params=data, on_progress=progress.update if progress else None)
+        finally:
+            await sctx.llm_client.aclose()
+
+    import asyncio
+
+    if progress is not None:
+        with progress.live:
+            report = asyncio.run(go())
+    else:
+        report = asyncio.run(go())
+    summary = report.to_dict()
+    summary["run_dir"] = str(run_dir)
+    written = write_output(report, generator, pack, out) if out is not None else None
+    summary["output"] = str(written) if written else None
+    code = 3 if report.stopped else 0
+    if written is not None and generator.makes_tasks and validate is not False:
+        from agentsynth_kernel.commands.pack import validate_pack
+
+        _, gates = validate_pack(written.parent)
+        summary["validation"] = {g.name: g.status for g in gates}
+        summary["validation_problems"] = [p for g in gates for p in g.problems]
+        if any(g.status == "fail" for g in gates):
+            code = code or 1
+    if json_path:
+        text = json.dumps(summary, indent=2, default=str)
+        if json_path == "-":
+            click.echo(text)
+        else:
+            Path(json_path).write_text(text + "\n", encoding="utf-8")
+    if not quiet and json_path != "-":
+        _print_summary(summary)
+    ctx.exit(code)
+
+
+def _print_summary(s: dict[str, Any]) -> None:
+    per = s["llm_requests_per_accepted"]
+    click.echo(f"{s['generator']}: {s['accepted']} accepted from {s['done_items'] + s['restored_items']}/"
+               f"{s['planned_items']} items ({s['restored_items']} restored); LLM requests {s['llm_requests']} "
+               f"({'n/a' if per is None else f'{per:.1f}'} per accepted item)")
+    for reason, n in s["rejected"].items():
+        click.echo(f"  rejected {reason}: {n}")
+    for err in s["errors"][:5]:
+        click.echo(f"  error: {err}")
+    if s["stopped"]:
+        click.echo(f"stopped: {s['stopped']} (complete items are stored; rerun with --run-dir {s['run_dir']} "
+                   "and a larger budget to continue)")
+    if s.get("output"):
+        click.echo(f"wrote {s['output']}")
+    if "validation" in s:
+        ok = all(v != "fail" for v in s["validation"].values())
+        click.echo("pack validate: " + ("all gates pass" if ok else "FAILED"))
+        for problem in s["validation_problems"][:10]:
+            click.echo(f"  {problem}")
+    click.echo(f"run directory: {s['run_dir']}")
+
+
+class Progress:
+    """A rich progress bar on stderr: items done, accepted, rejected, in flight, LLM requests."""
+
+    def __init__(self, title: str) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+        from rich.progress import Progress as RichProgress
+
+        self.live = RichProgress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                 TextColumn("{task.fields[tally]}"), TimeElapsedColumn(),
+                                 console=Console(stderr=True), transient=True)
+        self.bar = self.live.add_task(f"synth {title}", total=None, tally="")
+        self.accepted = self.rejected = self.in_flight = self.requests = 0
+
+    def update(self, kind: str, data: dict[str, Any]) -> None:
+        if kind == "start":
+            self.in_flight += 1
+        else:
+            self.in_flight = max(0, self.in_flight - 1)
+        if kind == "done":
+            self.accepted += len(data["accepted"])
+            self.rejected += len(data["rejected"])
+            self.requests += data["requests"]
+            report = data["report"]
+            self.live.update(self.bar, total=report.planned, completed=report.done_items + report.restored_items)
+        tally = (f"[green]✓{self.accepted}[/] [red]✗{self.rejected}[/] ⟳{self.in_flight} "
+                 f"LLM {self.requests}")
+        self.live.update(self.bar, tally=tally)

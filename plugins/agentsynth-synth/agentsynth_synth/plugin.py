@@ -1,0 +1,39 @@
+"""The agentsynth plugin: six generators, the components they build tasks from, and ``agentsynth synth``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentsynth_kernel import hookimpl
+
+
+@hookimpl
+def register_generators(register: Any) -> None:
+    from . import api
+
+    for name, (_cls, spec_cls, description) in api.GENERATORS.items():
+        register(name, api.component_factory(name), spec_cls=spec_cls, description=description)
+
+
+@hookimpl
+def register_checkers(register: Any) -> None:
+    from .checkers import Fingerprint, RecordProbes, StateProbe
+
+    register("state_probe", StateProbe,
+             description="Read-only probe calls must return what they returned on the verified end state (any env)")
+    register("synth_fingerprint", Fingerprint, description="Always passes; a digest of the end state (consensus)")
+    register("synth_record_probes", RecordProbes, description="Always passes; records probe results (internal)")
+
+
+@hookimpl
+def register_policies(register: Any) -> None:
+    from .checkers import ReplayPolicy
+
+    register("synth_replay", ReplayPolicy, description="Plays a fixed list of actions ({tool, arguments} / {answer})")
+
+
+@hookimpl
+def register_commands(cli: Any) -> None:
+    from .cli import synth
+
+    cli.add_command(synth, "synth")
