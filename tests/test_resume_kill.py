@@ -13,6 +13,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from agentsynth_kernel import plugins as plugin_module
 from agentsynth_kernel.engine import execute, trajectory_bytes
 from agentsynth_kernel.spec import load_run_spec
@@ -60,7 +62,8 @@ def stored_count(run_dir: Path) -> int:
 
 
 def start(tmp_path: Path) -> subprocess.Popen:
-    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    # only the built-ins and the kv test world: a quick start-up keeps the loop of kills fast
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "AGENTSYNTH_LOAD_PLUGINS": "testworld"}
     return subprocess.Popen(
         [sys.executable, "-c", "from agentsynth_kernel.cli import main; main()",
          "run", "spec.yaml", "--run-dir", "run", "-q"],
@@ -68,12 +71,19 @@ def start(tmp_path: Path) -> subprocess.Popen:
     )
 
 
+@pytest.fixture(autouse=True)
+def only_testworld(monkeypatch):
+    monkeypatch.setenv("AGENTSYNTH_LOAD_PLUGINS", "testworld")
+    plugin_module.reset_plugins()
+    yield
+    plugin_module.reset_plugins()
+
+
 def test_sigkill_at_many_points_then_resume(tmp_path):
     spec_file = write_spec(tmp_path)
     run_dir = tmp_path / "run"
 
     # the reference: one uninterrupted run, in memory
-    plugin_module.reset_plugins()
     spec, pack = load_run_spec(spec_file)
     reference = asyncio.run(execute(spec, pack)).results
     expected = {r.key: (r.status, [(v.checker, v.passed, v.detail) for v in r.verdicts]) for r in reference}
@@ -83,7 +93,7 @@ def test_sigkill_at_many_points_then_resume(tmp_path):
     kills: list[tuple[str, int]] = []  # (how the kill point was chosen, episodes stored at the kill)
     delays = [0.05, 0.3, 0.6, 0.9]
     for attempt in range(30):
-        if len(kills) >= 12:
+        if len(kills) >= 11:
             break
         before = stored_count(run_dir)
         proc = start(tmp_path)
@@ -132,3 +142,46 @@ def test_sigkill_at_many_points_then_resume(tmp_path):
     assert all(s["pending"] + s["restored"] == TOTAL for s in sessions)
     assert sessions[-1]["restored"] == max(stored_at_kill)
     assert [s["restored"] for s in sessions] == sorted(s["restored"] for s in sessions)
+
+
+def test_status_while_running_then_ctrl_c_then_resume(tmp_path, capsys):
+    from agentsynth_kernel.cli import main
+
+    (tmp_path / "oracle.py").write_text(
+        "def solve(task):\n    return [{'tool': 'sleep', 'arguments': {'seconds': 0.4}},"
+        " {'tool': 'set', 'arguments': {'key': 'k', 'value': 'v'}}]\n")
+    tasks = "\n".join(f"  - {{id: t{i}, instruction: x, checkers: [{{type: kv_equals, key: k, value: v}}]}}"
+                      for i in range(4))
+    (tmp_path / "spec.yaml").write_text(
+        f"environment: {{type: kv}}\noracle: oracle.py\npolicy: oracle\ntrials: 2\nconcurrency: 2\ntasks:\n{tasks}\n")
+    run_dir = tmp_path / "run"
+
+    def status() -> str:
+        try:
+            main(["status", str(run_dir)])
+        except SystemExit:
+            pass
+        return capsys.readouterr().out
+
+    proc = start(tmp_path)
+    try:
+        deadline = time.monotonic() + 20
+        while stored_count(run_dir) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert f"state: running (pid {proc.pid})" in status()
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=20)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130
+    out = status()
+    assert f"state: interrupted — continue with: agentsynth resume {run_dir}" in out
+    assert "progress: 8/8" not in out
+    store = RunStore(run_dir, create=False)
+    assert store.last_event("run_started", "run_finished")[1]["interrupted"] is True
+    store.close()
+    try:
+        main(["resume", str(run_dir), "-q"])
+    except SystemExit as exc:
+        assert not exc.code
+    assert "state: complete" in status() and stored_count(run_dir) == 8

@@ -77,6 +77,9 @@ class RunProgress:
 
     def finished(self, info: RunInfo, result: EpisodeResult, done: int) -> None:
         self.in_flight = max(0, self.in_flight - 1)
+        if result.error_kind == "budget":  # not stored: it runs again on resume
+            self._update(info)
+            return
         self.new += 1
         self.counts[result.status] = self.counts.get(result.status, 0) + 1
         self.cost += result.usage.cost_usd or 0.0
