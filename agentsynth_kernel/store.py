@@ -97,6 +97,13 @@ class RunStore:
             raise
         self.db.execute("COMMIT")
 
+    def _q(self, sql: str, args: tuple[Any, ...] = ()) -> list[Any]:
+        """Run a query and fetch its rows; a damaged file becomes a clear AgentsynthError."""
+        try:
+            return self.db.execute(sql, args).fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise AgentsynthError(f"{self.path}: the run store is damaged: {exc}") from None
+
     def _close_quietly(self) -> None:
         db = getattr(self, "db", None)
         if db is not None:
@@ -105,36 +112,37 @@ class RunStore:
     # --- meta ------------------------------------------------------------------------------------
 
     def get_meta(self, key: str) -> Any:
-        row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        if row is None:
+        rows = self._q("SELECT value FROM meta WHERE key = ?", (key,))
+        if not rows:
             return None
+        row = rows[0]
         try:
             return json.loads(row[0])
         except ValueError:
             raise AgentsynthError(f"{self.path}: meta {key!r} is corrupt (not JSON)") from None
 
     def set_meta(self, key: str, value: Any) -> None:
-        self.db.execute(
+        self._q(
             "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
             (key, json.dumps(value, sort_keys=True, default=str)),
         )
 
     def meta(self) -> dict[str, Any]:
         """Every meta key (for ``status``)."""
-        return {key: self.get_meta(key) for (key,) in self.db.execute("SELECT key FROM meta ORDER BY key")}
+        return {key: self.get_meta(key) for (key,) in self._q("SELECT key FROM meta ORDER BY key")}
 
     # --- episodes --------------------------------------------------------------------------------
 
     def put(self, result: EpisodeResult) -> None:
         """Store a finished episode (replacing an earlier row with the same key)."""
-        self.db.execute(
+        self._q(
             "INSERT OR REPLACE INTO episodes(task_id, trial, seed, status, error_kind, finished_at, result)"
             " VALUES (?, ?, ?, ?, ?, ?, ?)",
             (result.task_id, result.trial, result.seed, result.status, result.error_kind, time.time(), to_json(result)),
         )
 
     def done_keys(self) -> set[tuple[str, int, int]]:
-        return {(r[0], r[1], r[2]) for r in self.db.execute("SELECT task_id, trial, seed FROM episodes")}
+        return {(r[0], r[1], r[2]) for r in self._q("SELECT task_id, trial, seed FROM episodes")}
 
     def results(self, task_id: str | None = None) -> Iterator[EpisodeResult]:
         """Stored episodes in a stable order (task, trial), streaming; optionally one task's only."""
@@ -142,44 +150,45 @@ class RunStore:
         args: tuple[Any, ...] = ()
         if task_id is not None:
             query, args = query + " WHERE task_id = ?", (task_id,)
-        for tid, trial, blob in self.db.execute(query + " ORDER BY task_id, trial", args):
-            try:
-                yield from_json(blob, EpisodeResult)
-            except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-                raise AgentsynthError(f"{self.path}: episode ({tid!r}, trial {trial}) is corrupt: {exc}") from None
+        try:
+            cursor = self.db.execute(query + " ORDER BY task_id, trial", args)
+            while rows := cursor.fetchmany(256):
+                for tid, trial, blob in rows:
+                    try:
+                        yield from_json(blob, EpisodeResult)
+                    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+                        raise AgentsynthError(f"{self.path}: episode ({tid!r}, trial {trial}) is corrupt: {exc}") from None
+        except sqlite3.DatabaseError as exc:
+            raise AgentsynthError(f"{self.path}: the run store is damaged: {exc}") from None
 
     def count(self) -> int:
-        return self.db.execute("SELECT count(*) FROM episodes").fetchone()[0]
+        return self._q("SELECT count(*) FROM episodes")[0][0]
 
     def counts(self) -> dict[tuple[str, str], int]:
         """``(status, error_kind) -> n`` without decoding any episode (cheap, for ``status``)."""
-        rows = self.db.execute("SELECT status, error_kind, count(*) FROM episodes GROUP BY status, error_kind")
+        rows = self._q("SELECT status, error_kind, count(*) FROM episodes GROUP BY status, error_kind")
         return {(status, kind): n for status, kind, n in rows}
 
     def task_ids(self) -> list[str]:
-        return [r[0] for r in self.db.execute("SELECT DISTINCT task_id FROM episodes ORDER BY task_id")]
+        return [r[0] for r in self._q("SELECT DISTINCT task_id FROM episodes ORDER BY task_id")]
 
     # --- events ----------------------------------------------------------------------------------
 
     def event(self, kind: str, **data: Any) -> None:
-        self.db.execute(
-            "INSERT INTO events(at, kind, data) VALUES (?, ?, ?)", (time.time(), kind, json.dumps(data, default=str))
-        )
+        self._q("INSERT INTO events(at, kind, data) VALUES (?, ?, ?)", (time.time(), kind, json.dumps(data, default=str)))
 
     def events(self) -> list[tuple[float, str, dict[str, Any]]]:
-        return [(at, kind, json.loads(data)) for at, kind, data in self.db.execute("SELECT at, kind, data FROM events ORDER BY id")]
+        return [(at, kind, json.loads(data)) for at, kind, data in self._q("SELECT at, kind, data FROM events ORDER BY id")]
 
     def last_event(self, *kinds: str) -> tuple[str, dict[str, Any]] | None:
         """The most recent event of one of ``kinds`` (e.g. did the last session finish?)."""
         marks = ",".join("?" * len(kinds))
-        row = self.db.execute(
-            f"SELECT kind, data FROM events WHERE kind IN ({marks}) ORDER BY id DESC LIMIT 1", kinds
-        ).fetchone()
-        return None if row is None else (row[0], json.loads(row[1]))
+        rows = self._q(f"SELECT kind, data FROM events WHERE kind IN ({marks}) ORDER BY id DESC LIMIT 1", kinds)
+        return (rows[0][0], json.loads(rows[0][1])) if rows else None
 
     def integrity(self) -> str:
         """SQLite's own check of the file: ``ok`` or the problems found."""
-        rows = self.db.execute("PRAGMA integrity_check").fetchall()
+        rows = self._q("PRAGMA integrity_check")
         return "; ".join(r[0] for r in rows)
 
     def close(self) -> None:

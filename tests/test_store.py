@@ -131,3 +131,21 @@ def test_secret_looking_values_are_redacted_anywhere(value):
     assert value not in repr(out)
     assert out["policy"]["model"] == "gpt" and out["n"] == 3
     assert has_redacted(out) and not has_redacted(data)
+
+
+def test_damage_deep_inside_the_file_is_a_clear_error(tmp_path):
+    store = RunStore(tmp_path / "run")
+    for trial in range(200):
+        store.put(EpisodeResult("t", trial, 1, "passed", trajectory=Trajectory("t", "x" * 3000)))
+    store.close()
+    path = tmp_path / "run" / STORE_FILE
+    data = bytearray(path.read_bytes())
+    assert len(data) > 100 * 4096
+    data[-4096 * 20: -4096 * 19] = b"A" * 4096  # one data page near the end: opening still works
+    path.write_bytes(bytes(data))
+    with pytest.raises(AgentsynthError, match="run.sqlite: the run store is damaged: database disk image is malformed"):
+        store = RunStore(tmp_path / "run", create=False)
+        try:
+            list(store.results())
+        finally:
+            store.close()
