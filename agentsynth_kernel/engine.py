@@ -28,7 +28,7 @@ from .components import call
 from .episode import EpisodeConfig, run_episode
 from .errors import AgentsynthError
 from .plugins import PluginHost, get_host
-from .records import EpisodeResult
+from .records import EpisodeResult, Usage, from_json, to_builtins
 from .spec import ComponentSpec, Pack, RunSpec, Task, build, content_hash, select_tasks, unstructure
 from .store import STORE_FILE, RunStore, redact
 
@@ -58,7 +58,9 @@ class RunInfo:
     Component factories that take a ``run`` parameter receive it; ``services``
     holds run-scoped shared objects (e.g. the LLM client that enforces the
     run's budget), created on first use by whoever needs them. ``restored``
-    counts episodes taken from the store on resume (already part of ``total``).
+    counts episodes taken from the store on resume (already part of ``total``);
+    ``spent`` is what earlier sessions of the run used (restored episodes and the
+    episodes a budget stopped), so a budget can be enforced over the whole run.
     """
 
     run_id: str
@@ -70,6 +72,7 @@ class RunInfo:
     services: dict[str, Any] = attrs.field(factory=dict)
     run_hash: str = ""
     restored: int = 0
+    spent: Usage = attrs.field(factory=Usage)
 
 
 @attrs.define
@@ -166,8 +169,6 @@ def _clip(text: str, width: int = 70) -> str:
 
 def trajectory_bytes(result: EpisodeResult) -> bytes:
     """A trajectory's canonical bytes: everything except wall-clock step durations (determinism checks)."""
-    from .records import to_builtins
-
     data = to_builtins(result.trajectory) if result.trajectory is not None else None
     if data:
         for step in data.get("steps", []):
@@ -287,6 +288,17 @@ def _prepare_store_locked(
     return run_id, digest
 
 
+def earlier_spending(store: RunStore, restored: list[EpisodeResult]) -> Usage:
+    """Usage of the restored episodes plus that of episodes stopped by a budget in earlier sessions."""
+    total = Usage()
+    for result in restored:
+        total = total + result.usage
+    for _, kind, data in store.events():
+        if kind == "budget_stop" and isinstance(data.get("usage"), dict):
+            total = total + from_json(json.dumps(data["usage"]), Usage)
+    return total
+
+
 # --- exports ---------------------------------------------------------------------------------------
 
 
@@ -353,16 +365,17 @@ async def execute(
         try:
             run_id, digest, restored = _prepare_store(store, spec, pack, plan_keys, force=force,
                                                       spec_file=spec_file, notes=notes, vers=vers)
+            spent = earlier_spending(store, restored)
         except BaseException:
             store.close()
             raise
         done = {r.key for r in restored}
         plan = [p for p in plan if (p[0].id, p[1], p[2]) not in done]
     else:
-        run_id = uuid.uuid4().hex[:12]
+        run_id, spent = uuid.uuid4().hex[:12], Usage()
         digest = run_hash(spec_record(spec), pack_record(pack, spec), plan_keys, vers)
     info = RunInfo(run_id, spec, pack, run_dir, total=len(plan) + len(restored), run_hash=digest,
-                   restored=len(restored))
+                   restored=len(restored), spent=spent)
     provenance = {
         "run_id": run_id, "run_hash": digest, "pack": pack.id, "pack_hash": pack.content_hash,
         "policy": redact(spec.policy.to_dict()), "versions": vers,
@@ -391,7 +404,8 @@ async def execute(
                 # Not stored: a resume with a larger budget runs this episode again.
                 stop_reason = stop_reason or f"budget: {result.error}"
                 if store is not None:
-                    store.event("budget_stop", task_id=task.id, trial=trial, error=result.error)
+                    store.event("budget_stop", task_id=task.id, trial=trial, error=result.error,
+                                usage=to_builtins(result.usage))
                 if on_result is not None:
                     on_result(info, result, len(results) + len(restored))
                 continue

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from agentsynth_kernel import Answer, BudgetExceeded, ToolCall, Verdict, hookimpl
+from agentsynth_kernel import Answer, BudgetExceeded, ToolCall, Turn, Usage, Verdict, hookimpl
 from agentsynth_kernel import plugins as plugin_module
 from agentsynth_kernel.cli import main
 from agentsynth_kernel.engine import execute, trajectory_bytes
@@ -55,17 +55,18 @@ class Scripted:
 
 
 class Budgeted:
-    """Spends $1 per episode: raises BudgetExceeded once the run's budget cannot pay for one more."""
+    """Spends $1 per episode; raises BudgetExceeded once the run's budget cannot pay for one more,
+    counting what earlier sessions of the run spent (``run.spent``)."""
 
     def __init__(self, run) -> None:
         self.run = run
 
     def act(self, state):
-        spent = self.run.services.setdefault("spent", [0.0])
+        spent = self.run.services.setdefault("spent", [self.run.spent.cost_usd])
         if spent[0] + 1 > (self.run.spec.budget.usd or 0):
             raise BudgetExceeded(f"budget of ${self.run.spec.budget.usd} reached")
         spent[0] += 1
-        return [ToolCall("set", {"key": "k", "value": "v"}), Answer("ok")]
+        return Turn([ToolCall("set", {"key": "k", "value": "v"}), Answer("ok")], usage=Usage(cost_usd=1.0))
 
 
 class Boom:
@@ -340,10 +341,14 @@ def test_budget_stop_then_resume_with_a_larger_budget(cli, tmp_path):
     assert report["stopped"].startswith("budget: budget of $2.0 reached") and not report["complete"]
     assert len(stored(tmp_path / "d")) == 2  # the episode the budget stopped is not stored
     code, out, _ = cli("status", "d")
-    assert "state: stopped" in out and "progress: 2/3 episodes" in out
+    assert "state: stopped" in out and "progress: 2/3 episodes" in out and "cost $2.0000" in out
+    # the budget covers the whole run: resuming with the same budget stops again at once
+    code, out, _ = cli("resume", "d", "--json", "-")
+    assert code == 3 and len(stored(tmp_path / "d")) == 2
     code, out, err = cli("resume", "d", "--budget-usd", "5", "--json", "-")
     assert code == 0, err
-    assert json.loads(out)["complete"] and len(stored(tmp_path / "d")) == 3
+    report = json.loads(out)
+    assert report["complete"] and len(stored(tmp_path / "d")) == 3 and report["usage"]["cost_usd"] == 3.0
 
 
 # --- exports ---------------------------------------------------------------------------------------
