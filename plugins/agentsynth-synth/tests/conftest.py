@@ -185,6 +185,7 @@ class Router:
             "writer": writer,
         }
         self.counts: dict[str, int] = {}
+        self.usage: tuple[int, int] | None = None  # bill every answer at this (prompt, completion)
 
     def __call__(self, request: dict[str, Any]) -> Any:
         model = str(request.get("model", ""))
@@ -192,7 +193,10 @@ class Router:
         handler = self.routes.get(model)
         if handler is None:
             return None
-        return handler(request)
+        answer = handler(request)
+        if self.usage is not None:
+            answer.usage = self.usage
+        return answer
 
 
 @pytest.fixture
