@@ -108,3 +108,49 @@ def test_plugin_lists_its_components(cli, tmp_path):
     (info,) = [p for p in json.loads(proc.stdout) if p["name"] == "browser"]
     assert info["errors"] == []
     assert info["registered"] == {"environment": ["browser"], "checker": ["page", "url", "app_db"], "pack": ["webshop"]}
+
+
+def test_killed_cli_leaves_no_browser_behind(procs, tmp_path):
+    """SIGKILL gives no chance to clean up: the Playwright driver sees its pipe close and takes
+    Chromium down with it."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    (tmp_path / "spec.yaml").write_text(yaml.safe_dump({"pack": "webshop", "policy": "oracle", "trials": 5}))
+    cli = str(Path(sys.executable).parent / "agentsynth")
+    proc = subprocess.Popen([cli, "run", "spec.yaml", "--no-store", "-q"], cwd=tmp_path,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while len(procs.tagged()) < 4 and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.2)
+        assert proc.poll() is None and len(procs.tagged()) >= 4, "the run never started Chromium"
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert procs.wait_gone(30) == []
+
+
+def test_atexit_closes_a_browser_used_outside_a_run(procs, tmp_path):
+    import subprocess
+    import sys
+
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "index.html").write_text("<title>Hi</title><p>hello</p>")
+    code = (
+        "import asyncio\n"
+        "from agentsynth_browser import BrowserEnvironment\n"
+        "async def main():\n"
+        f"    env = BrowserEnvironment(static={str(site)!r})\n"
+        "    obs = await env.reset(0)\n"
+        "    assert 'hello' in obs.content, obs.content\n"
+        "    await env.close()\n"
+        "asyncio.run(main())\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert procs.wait_gone(10) == []
