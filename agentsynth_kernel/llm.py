@@ -70,7 +70,7 @@ from .records import ToolSpec, Usage
 
 __all__ = [
     "BudgetExceeded", "BudgetLedger", "BudgetUnenforceable", "LLMClient", "LLMError", "LLMResponse", "LLMStats",
-    "LLMToolCall", "Route", "client_for", "default_cache_dir", "price_for", "redact_secrets", "redact_text",
+    "LLMToolCall", "Route", "client_for", "completion_cap_param", "default_cache_dir", "price_for", "redact_secrets", "redact_text",
     "resolve_route",
 ]
 
@@ -280,6 +280,14 @@ def resolve_route(model: str, api_base: str | None = None, transport: str = "aut
     if not base:
         raise AgentsynthError(f"model {model!r}: provider {provider!r} needs an api_base (e.g. http://localhost:8000/v1)")
     return Route(model, "openai", provider, wire, base.rstrip("/"), key_env)
+
+
+def completion_cap_param(route: Route) -> str:
+    """The request field that caps the answer: OpenAI's own API wants ``max_completion_tokens`` (its
+    o-series reject ``max_tokens``); other OpenAI-compatible servers and litellm take ``max_tokens``."""
+    if route.transport == "openai" and "api.openai.com" in (route.api_base or ""):
+        return "max_completion_tokens"
+    return "max_tokens"
 
 
 # Providers litellm translates to their own APIs (never the fast path in "auto" mode).
@@ -615,19 +623,24 @@ class _FastTransport:
         self._shards: list[Any] = []
         self._next = 0
         self._guard: Any = None
-        aiohttp = None
-        if backend in ("auto", "aiohttp"):
-            try:
-                import aiohttp
-            except ImportError:
-                if backend == "aiohttp":
-                    raise
-        elif backend != "httpx":
+        if backend not in ("auto", "aiohttp", "httpx"):
             raise ValueError(f"http backend must be 'auto', 'aiohttp' or 'httpx', got {backend!r}")
-        self._aiohttp = aiohttp
+        self.backend = backend  # resolved to aiohttp or httpx on first use
+        self._aiohttp: Any = None
         # proxies from the environment only when some are set (looking them up costs a thread hop per request)
         self.trust_env = any(k.lower() in ("http_proxy", "https_proxy", "all_proxy") for k in os.environ)
-        self.backend = "aiohttp" if aiohttp is not None else "httpx"
+
+    async def _resolve_backend(self) -> None:
+        if self.backend in ("auto", "aiohttp"):
+            try:
+                self._aiohttp = await _import_off_loop("aiohttp")
+                self.backend = "aiohttp"
+                return
+            except ImportError:
+                if self.backend == "aiohttp":
+                    raise
+        await _import_off_loop("httpx")
+        self.backend = "httpx"
 
     async def _closer(self) -> Any:
         """An async generator parked in the loop: ``asyncio.run`` closes it at shutdown, which
@@ -642,13 +655,18 @@ class _FastTransport:
             self._guard = self._closer()
             await self._guard.__anext__()
 
-    async def send(self, route: Route, body: bytes, api_key: str | None) -> tuple[LLMResponse, bool]:
+    async def send(self, route: Route, body: bytes, api_key: str | None,
+                   extra_headers: Mapping[str, str] | None = None) -> tuple[LLMResponse, bool]:
         headers = {"content-type": "application/json", "accept": "application/json"}
+        if extra_headers:
+            headers.update(extra_headers)
         if api_key:
             headers["authorization"] = f"Bearer {api_key}"
         assert route.api_base is not None
         url = route.api_base + "/chat/completions"
-        if self._aiohttp is not None:
+        if self.backend == "auto" or (self.backend == "aiohttp" and self._aiohttp is None):
+            await self._resolve_backend()
+        if self.backend == "aiohttp":
             code, content, retry_after = await self._post_aiohttp(url, body, headers)
         else:
             code, content, retry_after = await self._post_httpx(url, body, headers)
@@ -715,6 +733,16 @@ class _FastTransport:
 
 
 _LITELLM: Any = None
+_IMPORTED: dict[str, Any] = {}
+
+
+async def _import_off_loop(name: str) -> Any:
+    """Import a heavy module on a worker thread the first time (aiohttp takes 1-2 s to import on a
+    busy machine; litellm several), so other episodes keep running meanwhile."""
+    module = _IMPORTED.get(name)
+    if module is None:
+        module = _IMPORTED[name] = await asyncio.to_thread(importlib.import_module, name)
+    return module
 
 
 def _import_litellm() -> Any:
@@ -739,7 +767,7 @@ class _LiteLLMTransport:
         self.timeout = timeout
 
     async def send(self, route: Route, request: dict[str, Any], api_key: str | None) -> tuple[LLMResponse, bool]:
-        litellm = _import_litellm()
+        litellm = _LITELLM if _LITELLM is not None else await asyncio.to_thread(_import_litellm)
         kwargs = dict(request)
         kwargs["model"] = route.model
         if route.api_base:
@@ -941,6 +969,7 @@ class LLMClient:
         transport: str | None = None,
         cache: bool = True,
         cache_salt: str | None = None,
+        headers: Mapping[str, str] | None = None,
         **params: Any,
     ) -> LLMResponse:
         """One chat completion (with tools, OpenAI shapes) through cache, limits, budget and retries.
@@ -948,7 +977,8 @@ class LLMClient:
         ``messages`` are OpenAI chat messages; ``tools`` are ToolSpecs or OpenAI tool dicts.
         ``cache_salt`` separates otherwise identical requests in the cache (e.g. trials of a task
         sampled at temperature > 0). Other ``params`` (``tool_choice``, ``top_p``, ``seed``,
-        ``stop``, ``response_format`` ...) are sent as given.
+        ``stop``, ``response_format`` ...) are sent as given. ``headers`` are extra HTTP headers
+        (e.g. OpenRouter's ``HTTP-Referer``); like keys, they are not part of the cache key.
 
         Raises LLMError (provider failure after retries), BudgetExceeded (the cap is reached).
         """
@@ -964,8 +994,11 @@ class LLMClient:
             request["tools"] = tool_list
         if temperature is not None:
             request["temperature"] = temperature
+        if max_tokens is None:  # either name is accepted
+            max_tokens = params.pop("max_completion_tokens", None)
+        cap_key = completion_cap_param(route)
         if max_tokens is not None:
-            request["max_tokens"] = max_tokens
+            request[cap_key] = max_tokens
         request.update({k: v for k, v in params.items() if v is not None})
 
         key = None
@@ -988,10 +1021,10 @@ class LLMClient:
             raise
         send = request
         if reservation.completion_allowance is not None and reservation.completion_allowance != max_tokens:
-            send = {**request, "max_tokens": reservation.completion_allowance}
+            send = {**request, cap_key: reservation.completion_allowance}
         settled = False
         try:
-            response, has_usage = await self._send(route, send, self._key_for(route, api_key, api_key_env))
+            response, has_usage = await self._send(route, send, self._key_for(route, api_key, api_key_env), headers)
             tokens = response.usage.prompt_tokens + response.usage.completion_tokens
             cost = None
             if price is not None:
@@ -1022,7 +1055,8 @@ class LLMClient:
             self.cache.put(key, response)
         return response
 
-    async def _send(self, route: Route, request: dict[str, Any], api_key: str | None) -> tuple[LLMResponse, bool]:
+    async def _send(self, route: Route, request: dict[str, Any], api_key: str | None,
+                    headers: Mapping[str, str] | None = None) -> tuple[LLMResponse, bool]:
         if route.transport == "openai":
             if self._fast is None:
                 self._fast = _FastTransport(max_connections=self.concurrency, timeout=self.timeout,
@@ -1032,8 +1066,9 @@ class LLMClient:
         else:
             if self._litellm is None:
                 self._litellm = _LiteLLMTransport(timeout=self.timeout)
-            transport, payload = self._litellm, request
+            transport, payload = self._litellm, ({**request, "extra_headers": dict(headers)} if headers else request)
         secrets = [api_key] if api_key else []
+        secrets += [v for v in (headers or {}).values() if len(v) >= 6]
         assert self._sem is not None
         attempt = 0
         started = time.perf_counter()
@@ -1044,7 +1079,10 @@ class LLMClient:
             try:
                 async with self._sem:
                     self.stats.http_requests += 1
-                    response, has_usage = await transport.send(route, payload, api_key)
+                    if route.transport == "openai":
+                        response, has_usage = await transport.send(route, payload, api_key, headers)
+                    else:
+                        response, has_usage = await transport.send(route, payload, api_key)
                 response.attempts = attempt
                 response.latency_s = time.perf_counter() - started
                 return response, has_usage

@@ -22,6 +22,7 @@ from agentsynth_kernel.llm import (
     LLMClient,
     LLMError,
     client_for,
+    completion_cap_param,
     price_for,
     redact_secrets,
     redact_text,
@@ -54,7 +55,7 @@ async def test_fast_path_text_and_tool_calls(llm_server):
     llm_server.add(tool_calls(("get", {"key": "a"}), ("set", '{"key": "b"', "c9")), reply("a is 1", usage=(7, 3)))
     client = make_client(llm_server)
     tools = [ToolSpec("get", "Read", {"type": "object", "properties": {"key": {"type": "string"}}})]
-    first = await client.complete(MESSAGES, tools=tools, temperature=0.2)
+    first = await client.complete(MESSAGES, tools=tools, temperature=0.2, headers={"X-Title": "agentsynth-test"})
     assert [c.name for c in first.tool_calls] == ["get", "set"]
     assert json.loads(first.tool_calls[0].arguments) == {"key": "a"}
     assert first.tool_calls[1].arguments == '{"key": "b"' and first.tool_calls[1].id == "c9"  # raw, even when broken
@@ -66,7 +67,7 @@ async def test_fast_path_text_and_tool_calls(llm_server):
     sent = llm_server.requests[0]
     assert sent.json["model"] == "scripted-model"  # provider prefix stripped on the wire
     assert sent.json["tools"][0]["function"]["name"] == "get" and sent.json["temperature"] == 0.2
-    assert sent.headers["authorization"] == f"Bearer {KEY}"
+    assert sent.headers["authorization"] == f"Bearer {KEY}" and sent.headers["x-title"] == "agentsynth-test"
     assert client.stats.requests == 2 and client.stats.http_requests == 2 and client.stats.cost_unknown == 2
     await client.aclose()
 
@@ -381,3 +382,14 @@ def test_budget_cap_holds_over_http_at_concurrency_32(shared_server, budget, usa
     assert client.ledger.reserved_tokens == 0 and client.ledger.reserved_usd == pytest.approx(0, abs=1e-12)
     assert client.ledger.overruns == 0 and client.ledger.in_flight == 0
     assert len(done) + client.stats.budget_refusals == requests
+
+
+async def test_answer_cap_field_per_endpoint(llm_server):
+    assert completion_cap_param(resolve_route("openai/o3-mini")) == "max_completion_tokens"
+    assert completion_cap_param(resolve_route("hosted_vllm/x", "http://h:8000/v1")) == "max_tokens"
+    assert completion_cap_param(resolve_route("anthropic/claude-3-5-haiku-latest")) == "max_tokens"
+    llm_server.add(reply("a"), reply("b"))
+    client = make_client(llm_server)
+    await client.complete(MESSAGES, max_completion_tokens=33)  # either name is accepted
+    await client.complete(MESSAGES, max_tokens=44)
+    assert [r.json["max_tokens"] for r in llm_server.requests] == [33, 44]
