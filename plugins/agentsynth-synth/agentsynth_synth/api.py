@@ -54,9 +54,38 @@ def make_generator(name: str, params: dict[str, Any] | None = None, *, base_dir:
                                  f" (known: {', '.join(GENERATORS)})"])
     cls, spec_cls, _ = GENERATORS[name]
     spec = structure(dict(params or {}), spec_cls, source=source, prefix="generator")
+    problems = check_components(spec)
+    if problems:
+        raise SpecError(source, problems)
     if cls in (ReplayFilter, FromFailures):
         return cls(spec, base_dir=base_dir)
     return cls(spec)
+
+
+# parameters that name other components: (field, kind, is a list)
+COMPONENT_FIELDS = (("teachers", "policy", True), ("strong", "policy", True), ("weak", "policy", True),
+                    ("explorer", "policy", False), ("judge", "judge", False))
+
+
+def check_components(spec: Any) -> list[str]:
+    """Every policy / judge a generator's parameters name is installed and its parameters fit."""
+    from agentsynth_kernel.plugins import get_host
+    from agentsynth_kernel.spec import ComponentSpec, check_component
+
+    host = get_host()
+    problems: list[str] = []
+    for field, kind, many in COMPONENT_FIELDS:
+        value = getattr(spec, field, None)
+        if value is None:
+            continue
+        for i, item in enumerate(value if many else [value]):
+            where = f"generator.{field}[{i}]" if many else f"generator.{field}"
+            if not isinstance(item, dict) or not isinstance(item.get("type"), str):
+                problems.append(f"{where}: expected a {kind} spec with 'type:'")
+                continue
+            cspec = ComponentSpec(item["type"], {k: v for k, v in item.items() if k != "type"})
+            problems += check_component(kind, cspec, where, host)
+    return problems
 
 
 class GeneratorComponent:

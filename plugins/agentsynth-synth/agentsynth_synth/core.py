@@ -21,7 +21,9 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import os
 import re
+import socket
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -317,6 +319,9 @@ async def synthesize(generator: SynthGenerator, ctx: SynthContext, *, run_dir: P
                                               "content_hash": ctx.pack.content_hash},
                                      "makes_tasks": generator.makes_tasks})
             store.set_meta("planned", len(items))
+            # what `agentsynth status RUN_DIR` shows (the generator stands where a run shows its policy)
+            store.set_meta("pack", {"id": ctx.pack.id, "source": ctx.pack.source,
+                                    "content_hash": ctx.pack.content_hash})
         for _, kind, data in store.events():
             if kind == "synth_item" and data.get("generator") == generator.name:
                 done.add(data["item"])
@@ -326,6 +331,7 @@ async def synthesize(generator: SynthGenerator, ctx: SynthContext, *, run_dir: P
         report.accepted = [r for r in store.results()
                            if (r.trajectory and r.trajectory.metadata.get("synth", {}).get("item")) in done]
         store.event("synth_started", generator=generator.name, pending=len(items) - report.restored_items)
+        store.event("run_started", pid=os.getpid(), host=socket.gethostname(), generator=generator.name)
     pending = [i for i in items if i.id not in done]
     queue: asyncio.Queue[Item] = asyncio.Queue()
     for item in pending:
@@ -380,6 +386,7 @@ async def synthesize(generator: SynthGenerator, ctx: SynthContext, *, run_dir: P
         if store is not None:
             store.event("synth_finished", stopped=report.stopped, **{k: v for k, v in report.to_dict().items()
                                                                      if k in ("accepted", "llm_requests")})
+            store.event("run_finished", stopped=report.stopped, episodes=len(report.accepted), interrupted=False)
             store.close()
     report.accepted.sort(key=lambda r: (r.task_id, r.trial))
     return report
@@ -412,10 +419,16 @@ def write_pack(results: Sequence[EpisodeResult], source: Pack, directory: Path, 
     import yaml
 
     tasks, oracle = [], {}
-    for result in results:
+    seen: set[str] = set()
+    for result in sorted(results, key=lambda r: r.task_id):
         synth = (result.trajectory.metadata.get("synth") if result.trajectory else None) or {}
         if not synth.get("new_task") or "task" not in synth:
             continue
+        # two items that produced the same request (e.g. the same chain) give one task
+        text = " ".join(str(synth["task"].get("instruction", "")).lower().split())
+        if text in seen:
+            continue
+        seen.add(text)
         tasks.append(synth["task"])
         oracle[result.task_id] = synth["oracle"]
     if not tasks:

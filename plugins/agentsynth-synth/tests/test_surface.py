@@ -1,0 +1,112 @@
+"""The plugin's surface: registry entries, the kernel Generator protocol, the CLI, progress, pack writing."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import yaml
+
+from agentsynth_kernel import get_host
+from agentsynth_kernel.cli import main
+from agentsynth_kernel.records import EpisodeResult, Trajectory
+from agentsynth_kernel.spec import ComponentSpec, build, load_pack
+from agentsynth_synth.cli import Progress
+from agentsynth_synth.core import SynthReport, write_pack
+from conftest import policy
+
+
+def cli(*args):
+    try:
+        code = main(list(args))
+    except SystemExit as exc:
+        code = exc.code
+    return code or 0
+
+
+def test_everything_is_registered():
+    host = get_host()
+    assert set(host.names("generator")) >= {"forward", "back_translation", "replay_filter", "challenger", "evolve",
+                                            "from_failures"}
+    assert {"state_probe", "synth_fingerprint"} <= set(host.names("checker"))
+    assert "synth_replay" in host.names("policy")
+
+
+def test_built_generator_follows_the_kernel_protocol(llm, pack_dir):
+    pack = load_pack(pack_dir)
+    gen = build("generator", ComponentSpec("forward", {"teachers": [policy(llm, "good")], "only": ["set-size"]}),
+                pack=pack)
+
+    async def collect():
+        return [r async for r in gen.generate()]
+
+    results = asyncio.run(collect())
+    assert [r.task_id for r in results] == ["set-size"] and results[0].passed
+    assert isinstance(results[0], EpisodeResult)
+
+
+def test_cli_reports_bad_parameters_with_paths(pack_dir, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    code = cli("synth", str(pack_dir), "-g", "forward", "-p", "teachers=[{type: llm}, {type: orcale}]",
+               "-p", "select=worst")
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "select: expected all or best, got 'worst'" in err, err
+    code = cli("synth", str(pack_dir), "-g", "forward", "-p", "teachers=[{type: llm}, {type: orcale}]")
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "generator.teachers[0].model: missing required key for policy 'llm'" in err
+    assert "generator.teachers[1].type: unknown policy 'orcale' (did you mean 'oracle'?)" in err
+    assert "Traceback" not in err
+    code = cli("synth", str(pack_dir), "-g", "forward", "-p", "teachers")
+    assert code == 2 and "expected KEY=VALUE" in capsys.readouterr().err
+    (tmp_path / "gen.yaml").write_text("generator: {type: challenger, n: 2}\n")
+    code = cli("synth", str(pack_dir), "-g", "forward", "--config", str(tmp_path / "gen.yaml"))
+    assert code == 2 and "configures 'challenger', not 'forward'" in capsys.readouterr().err
+
+
+def test_cli_run_spec_policy_is_the_default_teacher(llm, pack_dir, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    spec = {"pack": str(pack_dir), "policy": policy(llm, "good"), "seed": 3}
+    (tmp_path / "spec.yaml").write_text(yaml.safe_dump(spec))
+    code = cli("synth", "spec.yaml", "-g", "forward", "-o", "out.jsonl", "--run-dir", "rd", "--json", "-",
+               "--no-cache")
+    out = capsys.readouterr().out
+    assert code == 0, out
+    data = json.loads(out)
+    assert data["accepted"] == 2 and data["llm_requests_per_accepted"] == 2.0
+    assert len((tmp_path / "out.jsonl").read_text().splitlines()) == 2
+    # the same command again resumes: every item is restored, nothing is asked again
+    sent = llm.count
+    code = cli("synth", "spec.yaml", "-g", "forward", "--run-dir", "rd", "--json", "-", "--no-cache")
+    data = json.loads(capsys.readouterr().out)
+    assert code == 0 and data["restored_items"] == 2 and data["done_items"] == 0 and llm.count == sent
+
+
+def test_progress_counts_items():
+    progress = Progress("forward")
+    report = SynthReport("forward", planned=3)
+    progress.update("start", {"item": "a"})
+    report.done_items = 1
+    progress.update("done", {"accepted": ["a"], "rejected": [{"reason": "x"}], "requests": 4, "report": report})
+    task = progress.live.tasks[0]
+    assert task.total == 3 and task.completed == 1
+    assert "✓1" in task.fields["tally"] and "✗1" in task.fields["tally"] and "LLM 4" in task.fields["tally"]
+
+
+def test_write_pack_drops_duplicate_requests(pack_dir, tmp_path):
+    pack = load_pack(pack_dir)
+
+    def result(task_id, instruction):
+        traj = Trajectory(task_id, instruction, metadata={"synth": {
+            "new_task": True, "task": {"id": task_id, "instruction": instruction,
+                                       "checkers": [{"type": "note_equals", "key": "color", "value": "x"}]},
+            "oracle": [{"tool": "write", "arguments": {"key": "color", "value": "x"}}, {"answer": "ok"}]}})
+        return EpisodeResult(task_id, 0, 0, "passed", trajectory=traj)
+
+    path = write_pack([result("b", "Set  color to x."), result("a", "set color to x."), result("c", "Other.")],
+                      pack, tmp_path / "out")
+    data = yaml.safe_load(path.read_text())
+    assert [t["id"] for t in data["tasks"]] == ["a", "c"]
+    assert data["environment"] == {"type": "notes"}
+    assert "ORACLE" in (tmp_path / "out" / "oracle.py").read_text()
