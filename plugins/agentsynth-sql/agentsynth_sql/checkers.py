@@ -50,7 +50,10 @@ class NoCollateral:
 
     world_state = True
 
-    def check(self, env: Any, trajectory: Trajectory) -> Verdict:
+    async def check(self, env: Any, trajectory: Trajectory) -> Verdict:  # quick: runs on the event loop
+        return self.evaluate(env, trajectory)
+
+    def evaluate(self, env: Any, trajectory: Trajectory) -> Verdict:
         env = _sql_env(env)
         bad = collateral_verdict(env, "no_collateral")
         if bad is not None:
@@ -141,7 +144,10 @@ class SqlChecker:
             return math.isclose(a, b, rel_tol=0, abs_tol=self.tolerance)
         return a == b
 
-    def check(self, env: Any, trajectory: Trajectory) -> Verdict:
+    async def check(self, env: Any, trajectory: Trajectory) -> Verdict:  # quick: runs on the event loop
+        return self.evaluate(env, trajectory)
+
+    def evaluate(self, env: Any, trajectory: Trajectory) -> Verdict:
         env = _sql_env(env)
         try:
             actual = self._actual(env.query(self.query))

@@ -100,12 +100,31 @@ class SqlEnvironment:
         self._settled = False
 
     # --- Environment protocol ------------------------------------------------------------------
+    # Async on purpose: every call is short (an in-memory database; a statement is bounded by the
+    # query budget), so it runs on the event loop directly instead of paying a thread handoff per
+    # call. The sync twins below are what they run (and what tests and scripts call).
 
-    def reset(self, seed: int) -> Observation:
-        self.close()
+    async def reset(self, seed: int) -> Observation:
+        return self.start(seed)
+
+    async def tools(self) -> list[ToolSpec]:
+        return self.tool_specs()
+
+    async def step(self, call: ToolCall) -> Observation:
+        return self.run(call)
+
+    async def close(self) -> None:
+        self.shutdown()
+
+    # --- the same, synchronously ---------------------------------------------------------------
+
+    def start(self, seed: int) -> Observation:
+        """Reset: a fresh private copy of the seeded world."""
+        self.shutdown()
         s = self.spec
         self.snapshot = snapshot_for(s.schema, s.seed, base_dir=self.base_dir, foreign_keys=s.foreign_keys)
-        self.conn = open_copy(self.snapshot, foreign_keys=s.foreign_keys)
+        # not bound to one thread: a sync checker of another plugin may read it from the episode's worker
+        self.conn = open_copy(self.snapshot, foreign_keys=s.foreign_keys, check_same_thread=False)
         self._start_marks = (self.conn.total_changes, self.snapshot.schema_version)
         self.sandbox.written = set()
         self._changes = self._unexpected = None
@@ -115,7 +134,7 @@ class SqlEnvironment:
             text = f"{s.intro}\n\n{text}"
         return Observation(text, data={"tables": list(self.snapshot.tables)})
 
-    def tools(self) -> list[ToolSpec]:
+    def tool_specs(self) -> list[ToolSpec]:
         return [
             ToolSpec("sql_query", "Run a read-only SQL query (SELECT, PRAGMA table_info ...) and see the rows.",
                      _SQL_PARAMS),
@@ -123,7 +142,8 @@ class SqlEnvironment:
                      "BEGIN/COMMIT). Statements autocommit unless you open a transaction.", _SQL_PARAMS),
         ]
 
-    def step(self, call: ToolCall) -> Observation:
+    def run(self, call: ToolCall) -> Observation:
+        """One tool call; every failure is an error observation."""
         if self.conn is None:
             return Observation("error: the world is not running (reset first)", error=True)
         if call.name not in ("sql_query", "sql_execute"):
@@ -137,7 +157,7 @@ class SqlEnvironment:
         self._settled = False
         return self._run(sql, params, readonly=call.name == "sql_query")
 
-    def close(self) -> None:
+    def shutdown(self) -> None:
         if self.conn is not None:
             self.conn.close()
             self.conn = None

@@ -42,13 +42,13 @@ def make_env(files: Path, **params) -> SqlEnvironment:
     params.setdefault("schema", "schema.sql")
     params.setdefault("seed", "seed.sql")
     env = SqlEnvironment(SqlEnvSpec(**params), base_dir=files)
-    env.reset(0)
+    env.start(0)
     return env
 
 
 def q(env: SqlEnvironment, sql: str, **kw):
-    return env.step(ToolCall("sql_query", {"sql": sql, **kw}))
+    return env.run(ToolCall("sql_query", {"sql": sql, **kw}))
 
 
 def x(env: SqlEnvironment, sql: str, **kw):
-    return env.step(ToolCall("sql_execute", {"sql": sql, **kw}))
+    return env.run(ToolCall("sql_execute", {"sql": sql, **kw}))

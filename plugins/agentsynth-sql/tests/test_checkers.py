@@ -12,7 +12,7 @@ T = Trajectory("t", "do it")
 
 
 def check(checker, env):
-    return checker.check(env, T)
+    return checker.evaluate(env, T)
 
 
 @pytest.mark.parametrize("query,expect,op,ok", [
@@ -65,7 +65,7 @@ def test_bad_checker_query_fails_with_the_reason(files):
 
 def test_checker_needs_the_sql_environment():
     with pytest.raises(TypeError, match="needs the 'sql' environment"):
-        SqlChecker("SELECT 1", 1).check(object(), T)
+        SqlChecker("SELECT 1", 1).evaluate(object(), T)
 
 
 def test_collateral_is_checked_by_default_and_shows_the_diff(files):

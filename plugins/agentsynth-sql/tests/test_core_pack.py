@@ -30,18 +30,19 @@ def play(pack, task_id, actions):
     host = get_host()
     task = next(t for t in pack.tasks if t.id == task_id)
     env = build("environment", pack.task_environment(task), host=host, base_dir=pack.base_dir)
-    env.reset(0)
+    env.start(0)
     steps = [to_action(a) for a in actions]
     from agentsynth_kernel import Step, Trajectory
 
     traj = Trajectory(task.id, task.instruction)
     for action in steps:
-        obs = env.step(action) if isinstance(action, ToolCall) else None
+        obs = env.run(action) if isinstance(action, ToolCall) else None
         if obs is not None:
             assert not obs.error, obs.content
         traj.steps.append(Step(action, obs))
-    verdicts = [build("checker", c, host=host).check(env, traj) for c in pack.task_checkers(task)]
-    env.close()
+    checkers = [build("checker", c, host=host) for c in pack.task_checkers(task)]
+    verdicts = [getattr(c, "evaluate", c.check)(env, traj) for c in checkers]
+    env.shutdown()
     return verdicts
 
 

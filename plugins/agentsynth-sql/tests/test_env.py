@@ -15,13 +15,13 @@ from conftest import make_env, q, x
 
 def test_reset_shows_tables_and_tools_have_json_schemas(files):
     env = make_env(files)
-    first = env.reset(0)
+    first = env.start(0)
     assert "accounts(id INTEGER PK, owner TEXT, balance INTEGER) -- 3 rows" in first.content
     assert first.data == {"tables": ["accounts", "ledger"]}
-    tools = {t.name: t for t in env.tools()}
+    tools = {t.name: t for t in env.tool_specs()}
     assert set(tools) == {"sql_query", "sql_execute"}
     assert tools["sql_query"].parameters["required"] == ["sql"]
-    env.close()
+    env.shutdown()
 
 
 def test_query_renders_rows_and_keeps_structured_data(files):
@@ -62,7 +62,7 @@ def test_bad_sql_is_an_error_observation_not_an_exception(files):
         ToolCall("sql_query", {"sql": "SELECT 1; SELECT ?", "params": [1]}),
         ToolCall("sql_query", {"sql": "SELECT ?", "params": [[1, 2]]}),
     ):
-        obs = env.step(call)
+        obs = env.run(call)
         assert obs.error, call
         assert obs.content.startswith("error:")
     assert env.query("SELECT balance FROM accounts WHERE id = 1") == [(100,)]
@@ -78,7 +78,7 @@ def test_episodes_are_isolated_copies_of_one_snapshot(files):
     a, b = make_env(files), make_env(files)
     x(a, "DELETE FROM ledger")
     assert b.query("SELECT count(*) FROM ledger") == [(2,)]
-    a.reset(1)  # a reset is a fresh copy again
+    a.start(1)  # a reset is a fresh copy again
     assert a.query("SELECT count(*) FROM ledger") == [(2,)]
     assert a.snapshot is b.snapshot
 
@@ -88,13 +88,13 @@ def test_seed_script_runs_once_per_config(files, monkeypatch):
     (files / "seed.sql").unlink()  # a rebuild would fail now: the cached snapshot must be reused
     assert make_env(files).query("SELECT count(*) FROM accounts") == [(3,)]
     env = SqlEnvironment(SqlEnvSpec(schema="schema.sql", seed=None), base_dir=files)  # another config
-    env.reset(0)
+    env.start(0)
     assert env.query("SELECT count(*) FROM accounts") == [(0,)]
     assert len(world._cache) == 2  # each distinct config was built once
     monkeypatch.setattr(world, "RECHECK_S", 0.0)  # files are looked at again after a while ...
     again = SqlEnvironment(SqlEnvSpec(schema="schema.sql", seed="seed.sql"), base_dir=files)
     with pytest.raises(FileNotFoundError):  # ... so a deleted or edited seed file is noticed
-        again.reset(0)
+        again.start(0)
 
 
 def test_an_edited_seed_file_gives_a_new_snapshot(files, monkeypatch):
@@ -106,7 +106,7 @@ def test_an_edited_seed_file_gives_a_new_snapshot(files, monkeypatch):
 
 def test_seed_from_a_real_sqlite_file(files):
     env = SqlEnvironment(SqlEnvSpec(seed="world.db"), base_dir=files)
-    env.reset(0)
+    env.start(0)
     assert env.query("SELECT owner FROM accounts ORDER BY id") == [("ann",), ("bob",), ("cy",)]
     x(env, "DELETE FROM ledger")
     check = sqlite3.connect(files / "world.db")  # the file on disk is never touched
@@ -124,7 +124,7 @@ def test_open_transaction_is_rolled_back_at_the_end(files):
 
 def test_reset_reuse_and_close(files):
     env = make_env(files)
-    env.close()
+    env.shutdown()
     obs = q(env, "SELECT 1")
     assert obs.error and "not running" in obs.content
 
@@ -147,7 +147,7 @@ def test_spec_errors_are_clear():
 def test_missing_seed_file_is_named(files):
     env = SqlEnvironment(SqlEnvSpec(schema="schema.sql", seed="missing.sql"), base_dir=files)
     with pytest.raises(FileNotFoundError, match="seed: file not found: .*missing.sql"):
-        env.reset(0)
+        env.start(0)
 
 
 # --- the sandbox ----------------------------------------------------------------------------------
@@ -223,3 +223,24 @@ def test_split_statements_handles_triggers_comments_and_strings():
     parts = world.split_statements(sql)
     assert len(parts) == 2
     assert parts[0].rstrip().endswith("END") and parts[1] == "SELECT 'x;y'"
+
+
+async def test_protocol_methods_are_async_and_need_no_worker_thread(files):
+    import inspect
+    import threading
+
+    env = SqlEnvironment(SqlEnvSpec(schema="schema.sql", seed="seed.sql"), base_dir=files)
+    for name in ("reset", "tools", "step", "close"):
+        assert inspect.iscoroutinefunction(getattr(env, name)), name
+    first = await env.reset(3)
+    assert "accounts" in first.content and len(await env.tools()) == 2
+    obs = await env.step(ToolCall("sql_query", {"sql": "SELECT count(*) FROM ledger"}))
+    assert obs.data["rows"] == [[2]]
+    # a sync checker of another plugin may read the world from a worker thread
+    seen = []
+    worker = threading.Thread(target=lambda: seen.append(env.query("SELECT count(*) FROM accounts")))
+    worker.start()
+    worker.join()
+    assert seen == [[(3,)]]
+    await env.close()
+    assert env.conn is None
