@@ -64,6 +64,34 @@ def bench_raw(plan, trials: int, make_conn) -> tuple[float, float]:
     return (time.perf_counter() - wall) / n, (time.process_time() - cpu) / n
 
 
+def bench_plugin(pack, trials: int) -> tuple[float, float]:
+    """(wall, CPU) seconds per episode of the plugin alone: environment and checkers built and driven
+    directly with the oracle's actions, no engine (isolates the plugin's cost from the kernel's)."""
+    from agentsynth_kernel import Step, ToolCall, Trajectory, get_host
+    from agentsynth_kernel.builtins.policies import to_action
+    from agentsynth_kernel.spec import build
+
+    host = get_host()
+    oracle = import_file(pack.oracle_path).ORACLE
+    scripts = {t.id: [to_action(a) for a in oracle[t.id]] for t in pack.tasks}
+    wall, cpu = time.perf_counter(), time.process_time()
+    n = 0
+    for _ in range(trials):
+        for task in pack.tasks:
+            env = build("environment", pack.task_environment(task), host=host, base_dir=pack.base_dir)
+            env.start(0)
+            traj = Trajectory(task.id, task.instruction)
+            for action in scripts[task.id]:
+                traj.steps.append(Step(action, env.run(action) if isinstance(action, ToolCall) else None))
+            for cspec in pack.task_checkers(task):
+                checker = build("checker", cspec, host=host)
+                verdict = checker.evaluate(env, traj) if hasattr(checker, "evaluate") else checker.check(env, traj)
+                assert verdict.passed, (task.id, verdict.detail)
+            env.shutdown()
+            n += 1
+    return (time.perf_counter() - wall) / n, (time.process_time() - cpu) / n
+
+
 def bench_engine(pack, trials: int, concurrency: int) -> dict[str, float]:
     """Per-episode wall and CPU seconds, steady state (first episode start -> last episode end) and for
     the whole run (adds the engine's fixed per-run setup: provenance, run hash). CPU time counts
@@ -118,12 +146,13 @@ def main() -> None:
     bench_engine(pack, 1, args.concurrency)  # warm-up: imports, plugin load, snapshot, oracle module
     bench_raw(plan, 1, from_snapshot)
     # The machine is shared: interleave the contenders and keep each one's best round.
-    rounds = {"engine": [], "engine_c1": [], "raw": [], "raw_script": []}
+    rounds = {"engine": [], "engine_c1": [], "raw": [], "raw_script": [], "plugin": []}
     for _ in range(args.rounds):
         rounds["engine"].append(bench_engine(pack, args.trials, args.concurrency))
         rounds["engine_c1"].append(bench_engine(pack, args.trials, 1))
         rounds["raw"].append(bench_raw(plan, args.trials, from_snapshot))
         rounds["raw_script"].append(bench_raw(plan, args.trials, from_script))
+        rounds["plugin"].append(bench_plugin(pack, args.trials))
     best = lambda rows, key: min(r[key] for r in rows)  # noqa: E731
     eng, eng1 = rounds["engine"], rounds["engine_c1"]
     raw_wall, raw_cpu = min(r[0] for r in rounds["raw"]), min(r[1] for r in rounds["raw"])
@@ -144,6 +173,8 @@ def main() -> None:
         "engine_cpu_ms_per_episode": round(best(eng, "cpu") * 1000, 3),
         "engine_cpu_ms_per_episode_including_run_setup": round(best(eng, "cpu_run") * 1000, 3),
         "raw_sqlite_cpu_ms_per_episode": round(raw_cpu * 1000, 3),
+        "plugin_only_cpu_ms_per_episode": round(min(r[1] for r in rounds["plugin"]) * 1000, 3),
+        "ratio_raw_over_plugin_only": round(min(r[1] for r in rounds["plugin"]) / raw_cpu, 2),
         "ratio_raw_over_engine": round(best(eng, "cpu") / raw_cpu, 2),
         "ratio_raw_over_engine_wall": round(best(eng, "wall") / raw_wall, 2),
         "ratio_raw_over_engine_wall_concurrency_1": round(best(eng1, "wall") / raw_wall, 2),
@@ -158,7 +189,8 @@ def main() -> None:
                 "queries, no engine. The engine adds policy turns, the sandbox, trajectory records, the "
                 "collateral diff and the verdicts. ratio_raw_over_engine compares CPU time per episode in "
                 "steady state (robust on a shared machine); the wall-clock ratios are given too. Best of "
-                "interleaved rounds.",
+                "interleaved rounds. plugin_only = the sql environment and checkers driven directly with the "
+                "oracle's actions (no engine): the gap between it and the engine is the kernel's per-episode cost.",
     }
     out_dir = Path(os.environ.get("AGENTSYNTH_BENCH_OUT", Path(__file__).parent / "results"))
     out_dir.mkdir(parents=True, exist_ok=True)
