@@ -105,7 +105,7 @@ def test_inspect(cli, run_dir):
     assert "instruction: Delete a" in out
     assert "observation: keys: ['a']" in out
     assert '    1  → delete({"key": "a"})' in out and "       ← ok" in out
-    assert "    2  → nope({})  [invalid]" in out and "← error: error: unknown tool 'nope'" in out
+    assert "    2  → nope({})  [invalid]" in out and "       ← error: unknown tool 'nope'" in out
     assert "    3  answer: gone" in out
     assert "  ✓ kv_equals: a=None, expected None" in out
     assert "trial 0" not in out

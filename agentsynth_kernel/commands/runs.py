@@ -175,7 +175,8 @@ def render_episode(result: EpisodeResult, *, width: int = 200) -> list[str]:
                 flag = "  [invalid]" if step.invalid else ""
                 lines.append(f"  {i:>3}  → {step.action.name}({_short(args, width)}){flag}")
                 if step.observation is not None:
-                    err = "error: " if step.observation.error else ""
+                    content = step.observation.content
+                    err = "error: " if step.observation.error and not content.lower().startswith("error") else ""
                     lines.append(f"       ← {err}{_short(step.observation.content, width)}")
             elif isinstance(step.action, Answer):
                 lines.append(f"  {i:>3}  answer: {_short(step.action.content, width)}")
