@@ -75,10 +75,9 @@ class Forward:
     async def make(self, ctx: SynthContext, item: Item, meter: Meter) -> Outcome:
         s = self.spec
         task: Task = item.payload
-        probe = Task(task.id, task.instruction, checkers=[*task.checkers,
-                     ComponentSpec("synth_fingerprint", {"probes": s.probes} if s.probes else {})],
-                     split=task.split, tier=task.tier, environment=task.environment, max_steps=task.max_steps,
-                     metadata=task.metadata)
+        fingerprinted = s.consensus and len(s.teachers) * s.rollouts > 1
+        extra = [ComponentSpec("synth_fingerprint", {"probes": s.probes} if s.probes else {})] if fingerprinted else []
+        probe = attrs.evolve(task, checkers=[*task.checkers, *extra])
         judge = _cspec(s.judge) if s.judge else None
         plays = [(ti, r) for ti in range(len(s.teachers)) for r in range(s.rollouts)]
 
