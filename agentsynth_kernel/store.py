@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
 import sqlite3
 import time
@@ -205,23 +206,44 @@ _SECRET_VALUE = re.compile(
 )
 
 
+_SECRET_ENV = re.compile(r"(_API_KEY|_TOKEN|_SECRET|_PASSWORD|_ACCESS_KEY)$|^(API_KEY|TOKEN)$")
+
+
 def is_secret_key(key: str) -> bool:
     """``api_key``, ``OPENAI_API_KEY``, ``token``, ``access_token``, ``client_secret``, ``password``,
-    ``Authorization`` ... but not ``key``, ``max_tokens`` or ``tokens``."""
-    return bool(_SECRET_KEY.search(key.replace("-", "_")))
+    ``Authorization`` ... but not ``key``, ``max_tokens``, ``tokens`` or ``api_key_env`` (the *name*
+    of an environment variable)."""
+    key = key.replace("-", "_")
+    if key.lower().endswith("_env"):
+        return False
+    return bool(_SECRET_KEY.search(key))
+
+
+def _env_secrets() -> list[str]:
+    """Values of ``*_API_KEY``-like environment variables: masked wherever they appear."""
+    found = {v for k, v in os.environ.items() if _SECRET_ENV.search(k) and len(v) >= 8}
+    return sorted(found, key=len, reverse=True)
 
 
 def redact(value: Any) -> Any:
-    """A copy of plain data with secrets replaced by ``<redacted>``: values of secret-named keys, and
-    anything that looks like an API key (``sk-…``, ``AKIA…``, ``ghp_…``, ``Bearer …``) anywhere."""
+    """A copy of plain data with secrets replaced by ``<redacted>``: values of secret-named keys,
+    anything that looks like an API key (``sk-…``, ``AKIA…``, ``ghp_…``, ``Bearer …``) and the
+    values of ``*_API_KEY``/``*_TOKEN``-like environment variables, anywhere in a string."""
+    return _redact(value, _env_secrets())
+
+
+def _redact(value: Any, known: list[str]) -> Any:
     if isinstance(value, dict):
         return {
-            k: (REDACTED if isinstance(k, str) and is_secret_key(k) and isinstance(v, str) and v else redact(v))
+            k: (REDACTED if isinstance(k, str) and is_secret_key(k) and isinstance(v, str) and v
+                else _redact(v, known))
             for k, v in value.items()
         }
     if isinstance(value, (list, tuple)):
-        return [redact(v) for v in value]
+        return [_redact(v, known) for v in value]
     if isinstance(value, str):
+        for secret in known:
+            value = value.replace(secret, REDACTED)
         return _SECRET_VALUE.sub(REDACTED, value)
     return value
 

@@ -115,7 +115,7 @@ def test_secret_keys(key):
     assert redact({key: "hunter2"}) == {key: REDACTED}
 
 
-@pytest.mark.parametrize("key", ["key", "max_tokens", "tokens", "value", "keys", "monkey"])
+@pytest.mark.parametrize("key", ["key", "max_tokens", "tokens", "value", "keys", "monkey", "api_key_env"])
 def test_ordinary_keys_are_kept(key):
     assert not is_secret_key(key)
     assert redact({key: "a"}) == {key: "a"}
@@ -149,3 +149,10 @@ def test_damage_deep_inside_the_file_is_a_clear_error(tmp_path):
             list(store.results())
         finally:
             store.close()
+
+
+def test_values_of_secret_environment_variables_are_redacted(monkeypatch):
+    monkeypatch.setenv("MYCORP_API_KEY", "corp-7f3a9b2c11")
+    monkeypatch.setenv("SHORT_TOKEN", "abc")  # too short to mask safely
+    out = redact({"base_url": "https://x/?k=corp-7f3a9b2c11", "note": "abc", "api_key_env": "MYCORP_API_KEY"})
+    assert out == {"base_url": f"https://x/?k={REDACTED}", "note": "abc", "api_key_env": "MYCORP_API_KEY"}
