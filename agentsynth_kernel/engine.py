@@ -427,8 +427,8 @@ async def execute(
             store.event("run_finished", stopped=stop_reason, episodes=len(all_results),
                         interrupted=not finished)
         try:
-            if finished:
-                host.notify("run_finished", run=info, results=all_results)
+            host.notify("run_finished", run=info, results=all_results)  # also when interrupted: observers flush
+            if finished:  # exports only from a session that ran to its end (complete or budget-stopped)
                 base_dir = Path(spec_file).resolve().parent if spec_file is not None else pack.base_dir
                 report.exports = await run_exports(spec, all_results, host, base_dir)
                 if store is not None:
