@@ -432,3 +432,21 @@ def test_no_store_run_writes_nothing(cli, tmp_path):
     write(tmp_path / "spec.yaml", spec_text([("a", "solve")]))
     assert cli("run", "spec.yaml", "--no-store", "-q")[0] == 0
     assert sorted(os.listdir(tmp_path)) == ["spec.yaml"]
+
+
+def test_spec_diff_lines():
+    from agentsynth_kernel.engine import spec_diff
+
+    old = {"trials": 1, "policy": {"type": "llm", "model": "a"}, "tasks": [{"id": "x", "instruction": "i"}],
+           "only": ["x"]}
+    new = {"trials": 1, "policy": {"type": "llm", "model": "b", "temperature": 0.5},
+           "tasks": [{"id": "x", "instruction": "i"}, {"id": "y", "instruction": "j" * 100}], "only": []}
+    assert spec_diff(old, new) == [
+        'only: ["x"] -> []',
+        'policy.model: "a" -> "b"',
+        "policy.temperature: (absent) -> 0.5",
+        "tasks.length: 1 -> 2",
+        'tasks[1].id: (absent) -> "y"',
+        'tasks[1].instruction: (absent) -> "' + "j" * 68 + "…",
+    ]
+    assert spec_diff(old, old) == []

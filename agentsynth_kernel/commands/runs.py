@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from ..errors import AgentsynthError, did_you_mean
+from ..errors import AgentsynthError, SpecError, did_you_mean
 from ..records import Answer, EpisodeResult, ToolCall, to_builtins
 
 RUN_DIR = click.Path(path_type=Path)
@@ -53,8 +53,6 @@ def load_stored_spec(run_dir: Path) -> tuple[Any, Any, Path | None]:
     source = str(spec_path) if spec_path is not None else str(run_dir / f"{pack_meta.get('id', 'spec')}.yaml")
     label = f"{run_dir / STORE_FILE} (stored spec)"
     spec = structure(data, RunSpec, source=label)
-    from ..errors import SpecError
-
     try:
         pack = resolve_pack(spec, base_dir=base_dir, source=source, host=get_host())
     except SpecError as exc:
