@@ -1022,9 +1022,17 @@ class LLMClient:
         send = request
         if reservation.completion_allowance is not None and reservation.completion_allowance != max_tokens:
             send = {**request, cap_key: reservation.completion_allowance}
+        key_value = self._key_for(route, api_key, api_key_env)
+        if key_value is None and route.transport == "openai" and route.key_env and \
+                route.api_base == (OPENAI_COMPATIBLE.get(route.provider) or (None,))[0]:
+            self.ledger.settle(reservation, 0, 0.0)
+            self.stats.failures += 1
+            env = api_key_env or self.api_key_env or route.key_env
+            raise LLMError(f"{model}: no API key: set {env} in the environment (or name another variable with "
+                           "api_key_env:)", reason="no_key", model=model)
         settled = False
         try:
-            response, has_usage = await self._send(route, send, self._key_for(route, api_key, api_key_env), headers)
+            response, has_usage = await self._send(route, send, key_value, headers)
             tokens = response.usage.prompt_tokens + response.usage.completion_tokens
             cost = None
             if price is not None:

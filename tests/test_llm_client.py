@@ -393,3 +393,12 @@ async def test_answer_cap_field_per_endpoint(llm_server):
     await client.complete(MESSAGES, max_completion_tokens=33)  # either name is accepted
     await client.complete(MESSAGES, max_tokens=44)
     assert [r.json["max_tokens"] for r in llm_server.requests] == [33, 44]
+
+
+async def test_a_missing_key_fails_at_once_without_sending(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    client = LLMClient("openai/gpt-4o-mini", cache=False, budget_tokens=10_000)
+    with pytest.raises(LLMError, match="no API key: set OPENAI_API_KEY") as info:
+        await client.complete(MESSAGES)
+    assert info.value.agentsynth_error_kind == "provider" and client.stats.http_requests == 0
+    assert client.ledger.reserved_tokens == 0 and client.ledger.in_flight == 0
