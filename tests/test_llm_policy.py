@@ -171,3 +171,19 @@ def test_spec_errors_name_the_policy_key(host, write):
     text = str(info.value)
     assert "policy.temprature: unknown key" in text and "did you mean 'temperature'" in text
     assert "policy.model: missing required key" in text
+
+
+def test_long_observations_are_cut_for_the_model(host, write):
+    turns = [tool_calls(("get", {"key": "big"})), reply("seen")]
+    with ScriptedLLMServer(handler=conversation_handler(turns)) as server:
+        path = write("long.yaml", f"""
+            environment: {{type: kv, initial: {{big: "{'x' * 500}"}}}}
+            tasks: [{{id: t, instruction: read big, checkers: [{{type: answer_contains, text: seen}}]}}]
+            policy: {{type: llm, model: openai/m, api_base: "{server.base_url}", max_observation_chars: 100}}
+        """)
+        spec, pack = load_run_spec(path, host=host)
+        report = asyncio.run(execute(spec, pack, host=host))
+        tool_message = server.requests[1].messages[-1]
+    assert report.results[0].status == "passed"
+    assert tool_message["content"] == "x" * 100 + "\n[... 400 more characters cut]"
+    assert report.results[0].trajectory.steps[0].observation.content == "x" * 500  # the record keeps it all

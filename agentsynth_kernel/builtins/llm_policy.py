@@ -7,7 +7,9 @@
       model: openai/gpt-4o-mini        # or anthropic/..., hosted_vllm/... with api_base, ollama/...
       temperature: 0.0
       max_turns: 20
-      # system_prompt: ..., api_base: http://localhost:8000/v1, api_key_env: MY_KEY, max_tokens: 1024
+      # system_prompt: ..., api_base: http://localhost:8000/v1, api_key_env: MY_KEY, max_tokens: 1024,
+      # parallel_tool_calls, tool_choice, params: {top_p: ...}, max_observation_chars: 20000,
+      # cache: false, transport: litellm, timeout, max_retries, rpm, prices: {model: [in, out]}
 
 Each turn sends the conversation and the environment's tools, executes the tool calls the model
 returns (parallel calls in one turn), feeds the results back, and stops on an answer without tool
@@ -63,6 +65,7 @@ class LLMPolicy:
         max_retries: int | None = None,
         rpm: float | None = None,
         prices: dict[str, Any] | None = None,
+        max_observation_chars: int | None = 20_000,
         run: Any = None,
         task: Task | None = None,
         pack: Pack | None = None,
@@ -81,6 +84,7 @@ class LLMPolicy:
         )
         self.api_base, self.api_key_env, self.max_tokens = api_base, api_key_env, max_tokens
         self.transport, self.cache = transport, cache
+        self.max_observation_chars = max_observation_chars
         self.extra: dict[str, Any] = dict(params or {})
         if parallel_tool_calls is not None:
             self.extra["parallel_tool_calls"] = parallel_tool_calls
@@ -128,6 +132,9 @@ class LLMPolicy:
         for call_id, own in self.pending:
             obs = own or observed.get(call_id)
             text = observation_text(obs) if obs is not None else "error: this call was not executed"
+            limit = self.max_observation_chars
+            if limit is not None and len(text) > limit:
+                text = f"{text[:limit]}\n[... {len(text) - limit} more characters cut]"
             out.append({"role": "tool", "tool_call_id": call_id, "content": text})
         return out
 
