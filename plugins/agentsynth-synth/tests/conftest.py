@@ -73,7 +73,20 @@ class NoteEquals:
         return Verdict("note_equals", ok, float(ok), f"{self.key}={actual!r}, expected {self.value!r}")
 
 
+class StepsJudge:
+    """A deterministic judge for the tests: fewer steps score higher (1 / steps)."""
+
+    def score(self, trajectory: Trajectory, verdicts: list[Verdict]) -> Any:
+        from agentsynth_kernel import JudgeResult
+
+        return JudgeResult(score=1.0 / max(1, len(trajectory.steps)), rationale="fewer steps is better")
+
+
 class _TestPlugin:
+    @hookimpl
+    def register_judges(self, register: Any) -> None:
+        register("steps", StepsJudge, description="1 / steps (agentsynth-synth tests)")
+
     @hookimpl
     def register_environments(self, register: Any) -> None:
         register("notes", NotesWorld, description="notes world (agentsynth-synth tests)")

@@ -88,3 +88,17 @@ def test_bad_parameters_are_path_qualified(pack_dir):
     with pytest.raises(SpecError) as exc:
         run_generator("forward", load_pack(pack_dir), {"teachers": [{"model": "x"}]})
     assert "teachers[0]: expected a policy spec with 'type:'" in "\n".join(exc.value.messages)
+
+
+def test_judge_threshold_and_best_by_judge_score(llm, pack_dir):
+    # 'good' takes 2 steps (score 0.5), 'extra' 3 (score 0.33): both pass the checkers
+    params = {"teachers": [policy(llm, "good"), policy(llm, "extra")], "only": ["set-color"], "consensus": False,
+              "judge": {"type": "steps"}, "min_judge": 0.4}
+    report = run_generator("forward", pack_dir, params, cache=False)
+    assert report.rejected == {"judge_below_threshold": 1}
+    kept = report.accepted[0]
+    assert kept.trajectory.metadata["llm"]["model"] == "openai/good" and kept.scores["judge"] == 0.5
+    assert "judge 0.500 >= 0.4" in kept.trajectory.metadata["synth"]["why"]
+    report = run_generator("forward", pack_dir, {**params, "min_judge": 0.0, "select": "best"}, cache=False)
+    assert report.rejected == {"not_selected": 1}
+    assert report.accepted[0].trajectory.metadata["llm"]["model"] == "openai/good"
