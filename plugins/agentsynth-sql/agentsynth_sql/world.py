@@ -174,7 +174,18 @@ def open_copy(snap: Snapshot, *, foreign_keys: bool = True, check_same_thread: b
     conn.deserialize(snap.data)
     if foreign_keys:
         conn.execute("PRAGMA foreign_keys = ON")
+    for limit, value in LIMITS:
+        conn.setlimit(limit, value)
     return conn
+
+
+# Caps that keep one statement from exhausting memory (randomblob(1e9), a 1 GB string ...); the
+# query budget bounds time. Far above what a business world needs.
+LIMITS = (
+    (sqlite3.SQLITE_LIMIT_LENGTH, 16_000_000),  # bytes in one string / blob / row
+    (sqlite3.SQLITE_LIMIT_SQL_LENGTH, 1_000_000),  # bytes of SQL text per statement
+    (sqlite3.SQLITE_LIMIT_ATTACHED, 0),
+)
 
 
 # --- introspection and diffs ----------------------------------------------------------------------

@@ -214,6 +214,19 @@ def test_runaway_query_is_interrupted_and_the_world_keeps_working(files):
     assert q(env, "SELECT count(*) FROM accounts").data["rows"] == [[3]]
 
 
+@pytest.mark.parametrize("sql,why", [
+    ("SELECT length(randomblob(100000000))", "too big"),
+    ("SELECT length(zeroblob(50000000))", "too big"),
+    ("SELECT length(hex(randomblob(9000000)))", "too big"),
+    ("SELECT " + " + ".join(["1"] * 400_000), "too"),
+])
+def test_memory_bombs_are_refused(files, sql, why):
+    env = make_env(files)
+    obs = q(env, sql)
+    assert obs.error and why in obs.content.lower(), obs.content[:200]
+    assert not q(env, "SELECT 1").error
+
+
 def test_split_statements_handles_triggers_comments_and_strings():
     sql = """-- a comment; with a semicolon
     CREATE TRIGGER t AFTER INSERT ON a BEGIN UPDATE b SET x = 1; UPDATE c SET y = 'p;q'; END;
