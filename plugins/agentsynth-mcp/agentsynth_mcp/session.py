@@ -241,6 +241,7 @@ class McpSession:
         """Launch (if needed) and connect; raise McpServerError with the server's stderr on failure."""
         if self._task is not None:
             raise RuntimeError("McpSession.start() called twice")
+        _import_sdk()  # once per process, before the connect clock starts (it takes a second)
         loop = asyncio.get_running_loop()
         self._queue = asyncio.Queue()
         self._ready = loop.create_future()
@@ -518,6 +519,13 @@ class McpSession:
             with contextlib.suppress(MCPError):
                 info.prompts = await _all_pages(client.list_prompts, "prompts")
         return info
+
+
+def _import_sdk() -> None:
+    import mcp  # noqa: F401
+    import mcp.client.sse  # noqa: F401
+    import mcp.client.stdio  # noqa: F401
+    import mcp.client.streamable_http  # noqa: F401
 
 
 async def _all_pages(method: Callable[..., Awaitable[Any]], field: str, max_pages: int = 100) -> list[Any]:

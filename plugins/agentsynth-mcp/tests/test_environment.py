@@ -156,9 +156,9 @@ async def test_hanging_tool_times_out_and_kills_the_process_group(tmp_path, toy)
 
 async def test_server_that_hangs_at_start_hits_connect_timeout(tmp_path, toy):
     pidfile = tmp_path / "hang.pid"
-    env = make_env(tmp_path, toy, "--hang-on-start", "--pidfile", str(pidfile), connect_timeout=1.0)
+    env = make_env(tmp_path, toy, "--hang-on-start", "--pidfile", str(pidfile), connect_timeout=2.0)
     try:
-        with pytest.raises(McpServerError, match=r"did not connect within 1s \(connect_timeout\)"):
+        with pytest.raises(McpServerError, match=r"did not connect within 2s \(connect_timeout\)"):
             await env.reset(seed=0)
     finally:
         await env.close()

@@ -12,6 +12,16 @@ import sys
 import time
 from pathlib import Path
 
+if __name__ == "__main__":  # before the (slow) SDK import, so start-up failures happen at once
+    if "--pidfile" in sys.argv:
+        pidfile = Path(sys.argv[sys.argv.index("--pidfile") + 1])
+        pidfile.parent.mkdir(parents=True, exist_ok=True)
+        pidfile.write_text(str(os.getpid()))
+    if "--crash-on-start" in sys.argv:
+        sys.exit("toy server: cannot start (--crash-on-start)")
+    if "--hang-on-start" in sys.argv:
+        time.sleep(3600)
+
 from mcp.server.mcpserver import Image, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel
@@ -140,13 +150,6 @@ def main() -> None:
     parser.add_argument("--crash-on-start", action="store_true")
     parser.add_argument("--hang-on-start", action="store_true")
     args = parser.parse_args()
-    if args.pidfile:
-        Path(args.pidfile).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.pidfile).write_text(str(os.getpid()))
-    if args.crash_on_start:
-        sys.exit("toy server: cannot start (--crash-on-start)")
-    if args.hang_on_start:
-        time.sleep(3600)
     if args.http:
         mcp.run("streamable-http", host="127.0.0.1", port=args.http)
     elif args.sse:
