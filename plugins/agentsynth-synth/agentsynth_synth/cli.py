@@ -77,7 +77,8 @@ def synth(ctx: click.Context, source: str, name: str, config: Path | None, param
     or a kill leaves only complete items, and rerunning with the same --run-dir continues.
     New tasks (back_translation, challenger, evolve, from_failures) are written with -o as a
     pack that `agentsynth pack validate` checks; trajectories (forward, replay_filter) as JSONL.
-    Exit codes: 0 done, 1 the written pack fails validation, 2 bad input, 3 stopped by the budget.
+    Exit codes: 0 done, 1 the written pack fails validation, 2 bad input, 3 stopped by the budget,
+    4 some items could not be finished (the LLM provider failed; rerun to retry them).
     """
     from agentsynth_kernel.errors import SpecError
     from agentsynth_kernel.spec import read_yaml
@@ -138,7 +139,7 @@ def synth(ctx: click.Context, source: str, name: str, config: Path | None, param
     summary["run_dir"] = str(run_dir)
     written = write_output(report, generator, pack, out) if out is not None else None
     summary["output"] = str(written) if written else None
-    code = 3 if report.stopped else 0
+    code = 3 if report.stopped else (4 if report.incomplete else 0)
     if written is not None and generator.makes_tasks and validate is not False:
         from agentsynth_kernel.commands.pack import validate_pack
 
@@ -165,6 +166,9 @@ def _print_summary(s: dict[str, Any]) -> None:
                f"({'n/a' if per is None else f'{per:.1f}'} per accepted item)")
     for reason, n in s["rejected"].items():
         click.echo(f"  rejected {reason}: {n}")
+    if s["incomplete_items"]:
+        click.echo(f"  {s['incomplete_items']} item(s) not finished (provider errors): rerun with --run-dir "
+                   f"{s['run_dir']} to retry them")
     for err in s["errors"][:5]:
         click.echo(f"  error: {err}")
     if s["stopped"]:
@@ -192,12 +196,13 @@ class Progress:
                                  TextColumn("{task.fields[tally]}"), TimeElapsedColumn(),
                                  console=Console(stderr=True), transient=True)
         self.bar = self.live.add_task(f"synth {title}", total=None, tally="")
-        self.accepted = self.rejected = self.in_flight = self.requests = 0
+        self.accepted = self.rejected = self.in_flight = self.requests = self.incomplete = 0
 
     def update(self, kind: str, data: dict[str, Any]) -> None:
         if kind == "start":
             self.in_flight += 1
         else:
+            self.incomplete += kind == "incomplete"
             self.in_flight = max(0, self.in_flight - 1)
         if kind == "done":
             self.accepted += len(data["accepted"])
@@ -206,5 +211,5 @@ class Progress:
             report = data["report"]
             self.live.update(self.bar, total=report.planned, completed=report.done_items + report.restored_items)
         tally = (f"[green]✓{self.accepted}[/] [red]✗{self.rejected}[/] ⟳{self.in_flight} "
-                 f"LLM {self.requests}")
+                 f"LLM {self.requests}" + (f" [yellow]!{self.incomplete}[/]" if self.incomplete else ""))
         self.live.update(self.bar, tally=tally)

@@ -35,6 +35,7 @@ import attrs
 from agentsynth_kernel import BudgetExceeded
 from agentsynth_kernel.episode import EpisodeConfig, replay_episode, run_episode
 from agentsynth_kernel.errors import AgentsynthError
+from agentsynth_kernel.llm import LLMError
 from agentsynth_kernel.records import Answer, EpisodeResult, ToolCall, Trajectory, Usage, Verdict
 from agentsynth_kernel.spec import Budget, ComponentSpec, Pack, RunSpec, Task, unstructure
 from agentsynth_kernel.store import RunStore, redact
@@ -102,6 +103,11 @@ class SynthGenerator(Protocol):
     def plan(self, ctx: SynthContext) -> list[Item]: ...
 
     async def make(self, ctx: SynthContext, item: Item, meter: Meter) -> Outcome: ...
+
+
+class ItemIncomplete(AgentsynthError):
+    """An item could not be finished for a reason outside it (the LLM provider failed for good):
+    it is not recorded, so a rerun on the same run directory tries it again."""
 
 
 # --- helpers ---------------------------------------------------------------------------------------
@@ -226,6 +232,8 @@ class SynthContext:
             meter.add(result.usage)
         if result.error_kind == "budget":
             raise BudgetExceeded(result.error)
+        if result.error_kind == "provider":
+            raise ItemIncomplete(result.error)
         return result
 
     async def replay(self, task: Task, trajectory: Trajectory, *, seed: int) -> Any:
@@ -256,6 +264,7 @@ class SynthReport:
     requests: int = 0
     usage: Usage = attrs.field(factory=Usage)
     stopped: str = ""
+    incomplete: int = 0  # items not finished because the provider failed (not stored: a rerun retries them)
     errors: list[str] = attrs.field(factory=list)
     duration_s: float = 0.0
     per_item: list[dict[str, Any]] = attrs.field(factory=list)
@@ -272,7 +281,7 @@ class SynthReport:
             "rejected": dict(sorted(self.rejected.items())), "llm_requests": self.requests,
             "llm_requests_per_accepted": self.requests_per_accepted,
             "tokens": self.usage.prompt_tokens + self.usage.completion_tokens, "cost_usd": self.usage.cost_usd,
-            "stopped": self.stopped, "errors": self.errors, "duration_s": round(self.duration_s, 3),
+            "stopped": self.stopped, "incomplete_items": self.incomplete, "errors": self.errors, "duration_s": round(self.duration_s, 3),
         }
 
 
@@ -356,6 +365,15 @@ async def synthesize(generator: SynthGenerator, ctx: SynthContext, *, run_dir: P
                 if on_progress is not None:
                     on_progress("stopped", {"item": item.id, "reason": report.stopped})
                 return
+            except (ItemIncomplete, LLMError) as exc:
+                # not recorded either: the provider failed, a rerun tries the item again
+                report.incomplete += 1
+                report.errors.append(f"{item.id}: provider: {exc}")
+                if store is not None:
+                    store.event("synth_incomplete", item=item.id, error=str(exc))
+                if on_progress is not None:
+                    on_progress("incomplete", {"item": item.id})
+                continue
             except AgentsynthError as exc:
                 outcome = Outcome().reject("error", str(exc))
                 report.errors.append(f"{item.id}: {exc}")
@@ -470,7 +488,7 @@ def answer_of(actions: list[dict[str, Any]]) -> str:
 
 
 __all__ = [
-    "Accepted", "Answer", "Item", "LLMSettings", "Meter", "Outcome", "SynthContext", "SynthGenerator", "SynthReport",
+    "Accepted", "Answer", "Item", "ItemIncomplete", "LLMSettings", "Meter", "Outcome", "SynthContext", "SynthGenerator", "SynthReport",
     "action_dicts", "derive_seed", "parse_json_object", "synthesize", "task_record", "why_failed", "write_jsonl",
     "write_pack",
 ]

@@ -17,7 +17,7 @@ import pytest
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from agentsynth_kernel import Observation, ToolCall, ToolSpec, Trajectory, Verdict, get_host, hookimpl  # noqa: E402
-from agentsynth_kernel.testing import ScriptedLLMServer, reply, tool_calls  # noqa: E402
+from agentsynth_kernel.testing import ScriptedLLMServer, reply, status, tool_calls  # noqa: E402,F401
 
 _STR = {"type": "string"}
 KEY_RE = re.compile(r"^[a-z_]+$")

@@ -143,3 +143,23 @@ def test_world_type_is_generic(pack_dir):
 
     assert "notes" not in open(bt.__file__).read()
     assert NotesWorld().reset(0).content.startswith("notes:")
+
+
+def test_provider_failure_leaves_the_item_for_a_rerun(llm, pack_dir, tmp_path):
+    from conftest import status
+
+    good = llm.router.routes["writer"]
+    llm.router.routes["writer"] = lambda request: status(400, "model overloaded")
+    run_dir = tmp_path / "run"
+    report = run_generator("back_translation", pack_dir, params(llm, n=2), run_dir=run_dir, cache=False)
+    assert report.incomplete == 2 and not report.accepted and not report.rejected
+    assert "provider" in report.errors[0] and "model overloaded" in report.errors[0]
+    store = RunStore(run_dir, create=False)
+    try:
+        assert store.count() == 0
+        assert not [d for _, kind, d in store.events() if kind == "synth_item"]
+    finally:
+        store.close()
+    llm.router.routes["writer"] = good
+    report = run_generator("back_translation", pack_dir, params(llm, n=2), run_dir=run_dir, cache=False)
+    assert report.done_items == 2 and len(report.accepted) == 2 and report.incomplete == 0
