@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from functools import lru_cache
 from typing import Any
 
 from agentsynth_kernel import AgentsynthError
@@ -35,7 +36,11 @@ def canary_string(result: EpisodeResult) -> str:
     the export leaked into a training set.
     """
     prov = result.provenance or {}
-    basis = str(prov.get("pack_hash") or prov.get("pack") or "agentsynth")
+    return _canary(str(prov.get("pack_hash") or prov.get("pack") or "agentsynth"))
+
+
+@lru_cache(maxsize=256)
+def _canary(basis: str) -> str:
     return CANARY_PREFIX + str(uuid.uuid5(CANARY_NAMESPACE, basis))
 
 

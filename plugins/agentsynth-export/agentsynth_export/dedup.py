@@ -3,7 +3,8 @@
 Exact: a 64-bit BLAKE2b hash of the normalized text (lowercase words). Near: MinHash
 signatures over word n-gram shingles, banded LSH with (bands, rows) chosen for the
 threshold (as datasketch does), and each candidate verified by the estimated Jaccard
-similarity of the two signatures, so the threshold means what it says.
+similarity of the two signatures (within two standard errors of the threshold), which drops
+most LSH candidates that are well below the threshold.
 
 The work is vectorised over a batch of records with numpy (shingle hashing, the
 ``num_perm`` permutations and the per-record minimum), and the LSH buckets live in
@@ -15,6 +16,7 @@ Records are kept in order: the first of a group of duplicates survives.
 from __future__ import annotations
 
 import hashlib
+import math
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from functools import lru_cache
@@ -33,13 +35,21 @@ _trapezoid = getattr(np, "trapezoid", None) or np.trapz  # numpy < 2
 _SHIFT32 = np.uint64(32)
 
 
-def _token_hash(token: str, _cache: dict[str, int] = {}) -> int:  # noqa: B006 - a deliberate memo
-    h = _cache.get(token)
-    if h is None:
-        if len(_cache) > 2_000_000:
-            _cache.clear()
-        h = _cache[token] = int.from_bytes(hashlib.blake2b(token.encode(), digest_size=8).digest(), "little")
-    return h
+_TOKEN_CACHE: dict[str, int] = {}
+
+
+def _token_hashes(words: list[str]) -> np.ndarray:
+    """Stable 64-bit hashes of words (BLAKE2b, memoised; lookups run in C via ``map``)."""
+    cache = _TOKEN_CACHE
+    missing = set(words).difference(cache.keys())
+    if missing:
+        if len(cache) + len(missing) > 2_000_000:
+            cache.clear()
+            missing = set(words)
+        blake = hashlib.blake2b
+        for w in missing:
+            cache[w] = int.from_bytes(blake(w.encode(), digest_size=8).digest(), "little")
+    return np.fromiter(map(cache.__getitem__, words), dtype=np.uint64, count=len(words))
 
 
 def exact_hash(text: str) -> int:
@@ -67,38 +77,69 @@ class MinHasher:
         self._b = rng.integers(0, 2**63, size=num_perm, dtype=np.uint64)
         self._mix = (rng.integers(0, 2**63, size=max(ngram, 1), dtype=np.uint64) << np.uint64(1)) | np.uint64(1)
 
-    def shingles(self, text: str) -> np.ndarray:
-        """The 64-bit hashes of a text's word n-grams (a text shorter than n is one shingle)."""
-        toks = tokens(text)
-        if not toks:
-            return np.zeros(1, dtype=np.uint64)
-        th = np.fromiter((_token_hash(t) for t in toks), dtype=np.uint64, count=len(toks))
-        n = min(self.ngram, len(toks))
-        count = len(toks) - n + 1
-        out = th[:count] * self._mix[0]
-        for k in range(1, n):
-            out += th[k : k + count] * self._mix[k]
-        return np.unique(out)
+    def shingle_hashes(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """All word-n-gram hashes of a batch (uint64) and each text's start offset into them.
 
-    def signatures(self, texts: Iterable[str], *, max_rows: int = 16384) -> np.ndarray:
-        """A ``(len(texts), num_perm)`` uint32 array of signatures."""
-        sets = [self.shingles(t) for t in texts]
-        out = np.empty((len(sets), self.num_perm), dtype=np.uint32)
-        start = 0
-        while start < len(sets):
-            # chunk so the (shingles x num_perm) matrix stays small
-            end, rows = start, 0
-            while end < len(sets) and (rows == 0 or rows + len(sets[end]) <= max_rows):
-                rows += len(sets[end])
-                end += 1
-            chunk = sets[start:end]
-            flat = np.concatenate(chunk)
-            x = (flat >> _SHIFT32) ^ (flat & _MASK32)
-            perm = (x[:, None] * self._a[None, :] + self._b[None, :]) >> _SHIFT32
-            offsets = np.zeros(len(chunk), dtype=np.int64)
-            np.cumsum([len(s) for s in chunk[:-1]], out=offsets[1:])
-            out[start:end] = np.minimum.reduceat(perm, offsets, axis=0).astype(np.uint32)
-            start = end
+        Every text has at least one shingle: a text shorter than n words is one shingle of all
+        its words, an empty text is the shingle of an empty-marker token.
+        """
+        n = self.ngram
+        lengths = []
+        flat: list[str] = []
+        for text in texts:
+            toks = tokens(text) or ["\x00"]
+            lengths.append(len(toks))
+            flat.extend(toks)
+        th = _token_hashes(flat)
+        lens = np.asarray(lengths, dtype=np.int64)
+        starts = np.zeros(len(lens), dtype=np.int64)
+        np.cumsum(lens[:-1], out=starts[1:])
+        padded = np.concatenate([th, np.zeros(n, dtype=np.uint64)])
+        total = len(th)
+        comb = padded[:total] * self._mix[0]
+        for k in range(1, n):
+            comb += padded[k : k + total] * self._mix[k]
+        # a shingle position is valid when the n-gram stays inside its text; short texts keep
+        # position 0 with only their own words mixed in (the zero padding would cross texts)
+        counts = np.maximum(lens - n + 1, 1)
+        doc_of = np.repeat(np.arange(len(lens)), lens)
+        pos = np.arange(total, dtype=np.int64) - starts[doc_of]
+        valid = pos < counts[doc_of]
+        short = np.nonzero(lens < n)[0]
+        for d in short.tolist():
+            st, ln = starts[d], lens[d]
+            comb[st] = (th[st : st + ln] * self._mix[:ln]).sum(dtype=np.uint64)
+        shingles = comb[valid]
+        offsets = np.zeros(len(lens), dtype=np.int64)
+        np.cumsum(counts[:-1], out=offsets[1:])
+        return shingles, offsets
+
+    def signatures(self, texts: Iterable[str], *, chunk_rows: int = 1024) -> np.ndarray:
+        """A ``(len(texts), num_perm)`` uint32 array of signatures.
+
+        The permutations are applied to ``chunk_rows`` shingles at a time into a reused
+        buffer that stays in cache (a single large matrix is several times slower).
+        """
+        texts = list(texts)
+        out = np.full((len(texts), self.num_perm), 0xFFFFFFFF, dtype=np.uint32)
+        if not texts:
+            return out
+        shingles, offsets = self.shingle_hashes(texts)
+        x = (shingles >> _SHIFT32) ^ (shingles & _MASK32)
+        counts = np.diff(np.append(offsets, len(x)))
+        doc_of = np.repeat(np.arange(len(texts)), counts)
+        buf = np.empty((min(chunk_rows, len(x)), self.num_perm), dtype=np.uint64)
+        a, b = self._a[None, :], self._b[None, :]
+        for s in range(0, len(x), chunk_rows):
+            e = min(s + chunk_rows, len(x))
+            block = buf[: e - s]
+            np.multiply(x[s:e, None], a, out=block)
+            block += b
+            block >>= _SHIFT32
+            d0, d1 = int(doc_of[s]), int(doc_of[e - 1])
+            local = np.concatenate([[0], offsets[d0 + 1 : d1 + 1] - s])
+            red = np.minimum.reduceat(block, local, axis=0).astype(np.uint32)
+            np.minimum(out[d0 : d1 + 1], red, out=out[d0 : d1 + 1])
         return out
 
 
@@ -173,7 +214,8 @@ class LSHDeduper:
     """Streaming near-duplicate detector: feed signature batches, get "is a duplicate" flags.
 
     A record is a duplicate when one of its LSH bands collides with an earlier record's and
-    the two signatures agree on at least ``threshold`` of their values (when ``verify``).
+    (when ``verify``) the two signatures' estimated Jaccard similarity is at least the threshold
+    less two standard errors of the estimate (``cutoff``).
     """
 
     def __init__(self, threshold: float = 0.8, num_perm: int = 128, *, verify: bool = True,
@@ -183,6 +225,11 @@ class LSHDeduper:
         self.threshold = threshold
         self.num_perm = num_perm
         self.verify = verify
+        # a candidate is kept as a duplicate when its estimated Jaccard is within two standard
+        # errors of the threshold: the estimate of a pair exactly at the threshold has a standard
+        # error of sqrt(t(1-t)/num_perm), and rejecting on the raw estimate would lose about half
+        # of the pairs just above it (LSH alone, as datasketch, keeps every candidate)
+        self.cutoff = threshold - 2.0 * math.sqrt(threshold * (1.0 - threshold) / num_perm)
         if bands is None:
             self.bands, self.rows = optimal_bands(threshold, num_perm)
         else:
@@ -231,7 +278,7 @@ class LSHDeduper:
                 rows, cols = np.nonzero(has)
                 other = self._sigs[cand[rows, cols]]
                 est[rows, cols] = (other == sigs[rows]).mean(axis=1)
-            dup = (est >= self.threshold).any(axis=1)
+            dup = (est >= self.cutoff).any(axis=1)
         else:
             dup = (cand >= 0).any(axis=1)
         if skip is not None:

@@ -223,18 +223,20 @@ class JsonlExporter(BaseExporter):
         buf = bytearray()
         encode_into = _encoder.encode_into
         mode = self.canary
+        suffixes: dict[str, bytes] = {}
         with _open_out(path) as fp:
             for result in records:
-                start = len(buf)
-                encode_into(result, buf, start)
+                encode_into(result, buf, len(buf))
                 if mode != "never" and wants_canary(mode, result):
-                    canary = self.canary_for(result)
+                    canary = self.canary_for(result) or ""
+                    suffix = suffixes.get(canary)
+                    if suffix is None:
+                        suffix = suffixes[canary] = b',"canary":' + _encoder.encode(canary) + b"}\n"
                     # splice `,"canary":"..."` before the closing brace
                     del buf[-1]
-                    buf.extend(b',"canary":')
-                    buf.extend(_encoder.encode(canary))
-                    buf.extend(b"}")
-                buf.extend(b"\n")
+                    buf.extend(suffix)
+                else:
+                    buf.extend(b"\n")
                 n += 1
                 if len(buf) >= FLUSH_BYTES:
                     fp.write(buf)

@@ -5,6 +5,7 @@ import random
 
 import numpy as np
 import pytest
+
 from agentsynth_export.common import CANARY_PREFIX, tokens
 from agentsynth_export.dedup import (
     Decontaminator,
@@ -14,9 +15,8 @@ from agentsynth_export.dedup import (
     SortedIndex,
     optimal_bands,
 )
-from conftest import agentsynth, make_result, write_run
-
 from agentsynth_kernel.store import RunStore
+from conftest import agentsynth, make_result, write_run
 
 WORDS = [f"w{i}" for i in range(5000)]
 
@@ -49,7 +49,7 @@ def test_minhash_estimates_jaccard():
         assert est == pytest.approx(jaccard(base, b), abs=0.08)
     # signatures do not depend on the batch a text is in
     a = hasher.signatures([base])
-    c = hasher.signatures([doc(rng), base, doc(rng)], max_rows=50)
+    c = hasher.signatures([doc(rng), base, doc(rng)], chunk_rows=50)  # documents span chunk boundaries
     assert (a[0] == c[1]).all()
 
 
@@ -139,10 +139,10 @@ def test_dedup_command_writes_a_new_run(tmp_path):
     )
     rs = [make_result("a", 0, True), make_result("a", 1, True), make_result("b", 0, True),
           make_result("c", 0, True, instruction="Count the rows of the orders table whose status is shipped"),
-          make_result("d", 0, False, answer="x")]
+          make_result("d", 0, False, instruction="Delete every key starting with tmp_ and report how many were removed")]
     rs[2] = make_result("b", 0, True, instruction=rs[0].trajectory.instruction.replace("(a)", "(b)"))
     run = write_run(tmp_path / "run", rs)
-    proc = agentsynth("dedup", str(run), "--decontaminate", str(pack), "--threshold", "0.6", "--json")
+    proc = agentsynth("dedup", str(run), "--decontaminate", str(pack), "--threshold", "0.65", "--json")
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     assert (report["seen"], report["exact"], report["near"], report["contaminated"], report["kept"]) == (5, 1, 1, 1, 2)

@@ -8,6 +8,7 @@ from pathlib import Path
 import msgspec
 import pyarrow.parquet as pq
 import pytest
+
 from agentsynth_export.common import CANARY_PREFIX, canary_string, reward
 from agentsynth_export.exporters import (
     ADPExporter,
@@ -21,10 +22,9 @@ from agentsynth_export.exporters import (
     parse_sharegpt_tool_calls,
 )
 from agentsynth_export.importers import OpenAIImporter
-from conftest import agentsynth, make_result, write_run
-
 from agentsynth_kernel import AgentsynthError
 from agentsynth_kernel.records import Answer, EpisodeResult, ToolCall, read_jsonl, to_openai_messages
+from conftest import agentsynth, make_result, write_run
 
 
 def lines(path: Path) -> list[dict]:

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from agentsynth_export.importers import (
     AnthropicImporter,
     AutoImporter,
@@ -13,11 +14,10 @@ from agentsynth_export.importers import (
     OtelImporter,
     detect_format,
 )
-from conftest import agentsynth
-
 from agentsynth_kernel import AgentsynthError
 from agentsynth_kernel.records import Answer, ToolCall
 from agentsynth_kernel.store import RunStore
+from conftest import agentsynth
 
 OPENAI_CONV = {
     "task_id": "weather-1",

@@ -1,10 +1,10 @@
 from __future__ import annotations
 
 import pytest
-from agentsynth_export.redact import Redactor
-from conftest import make_result
 
+from agentsynth_export.redact import Redactor
 from agentsynth_kernel.records import ToolCall
+from conftest import make_result
 
 
 @pytest.mark.parametrize(
