@@ -20,7 +20,7 @@ from agentsynth_kernel.engine import execute, trajectory_bytes
 from agentsynth_kernel.spec import load_run_spec
 from agentsynth_kernel.store import STORE_FILE, RunStore
 
-TASKS = 10
+TASKS = 12  # 24 episodes: room for 11 kills even when one kill point catches several episodes
 TRIALS = 2
 TOTAL = TASKS * TRIALS
 

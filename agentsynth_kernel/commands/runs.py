@@ -38,7 +38,7 @@ def load_stored_spec(run_dir: Path) -> tuple[Any, Any, Path | None]:
     finally:
         store.close()
     if not isinstance(data, dict):
-        raise AgentsynthError(f"{run_dir}: the run store holds no spec (the run never started)")
+        raise AgentsynthError(f"{run_dir}: the run store holds no run spec (it was not written by `agentsynth run`)")
     spec_path = Path(spec_file) if spec_file else None
     if has_redacted(data):
         if spec_path is not None and spec_path.is_file():
@@ -134,8 +134,8 @@ def status(run_dir: Path, as_json: bool) -> None:
         state += f" — continue with: agentsynth resume {run_dir}"
     done, planned = info["episodes"], info["planned"]
     created = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(info["created_at"])) if info.get("created_at") else "?"
-    click.echo(f"run {info['run_id']} · pack {info['pack'].get('id', '?')} · policy {info['policy'].get('type', '?')}")
-    click.echo(f"run hash {info['run_hash']} · created {created} · {info['sessions']} session(s)")
+    click.echo(f"run {info['run_id'] or '?'} · pack {info['pack'].get('id', '?')} · policy {info['policy'].get('type', '?')}")
+    click.echo(f"run hash {info['run_hash'] or '?'} · created {created} · {info['sessions']} session(s)")
     click.echo(f"state: {state}")
     pct = f" ({done / planned:.0%})" if planned else ""
     click.echo(f"progress: {done}/{planned} episodes{pct}")
