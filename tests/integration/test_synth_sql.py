@@ -2,7 +2,8 @@
 forward keeps only teachers that leave the right end state, back_translation turns an executed SQL chain
 into a task whose checker passes on the chain and fails on noop (through the real CLI, with `pack
 validate`), challenger accepts a task with a `sql` checker only when a strong solver passes it, and
-replay_filter re-verifies a run of the `core` pack."""
+replay_filter re-verifies a run of the `core` pack, evolve keeps only variants whose oracle passes the sql
+checkers (collateral included), and from_failures targets a noop run's failures."""
 
 from __future__ import annotations
 
@@ -93,8 +94,27 @@ def strong(request):
     return reply("done")
 
 
+def evolver(request):
+    original = re.search(r"Original task:\n(.*)", user(request)).group(1)
+    if "Travel Mug" in original:
+        return reply(json.dumps({
+            "instruction": "The Travel Mug (MUG-02) is underpriced: set it to $29.00, and leave every other price alone.",
+            "checkers": [{"type": "sql", "query": "SELECT price_cents FROM products WHERE sku = 'MUG-02'",
+                          "expect": 2900}],
+            "oracle": [{"tool": "sql_execute", "arguments": {"sql": "UPDATE products SET price_cents = 2900 "
+                                                                    "WHERE sku = 'MUG-02'"}}, {"answer": "Done."}]}))
+    # the email variant's oracle also changes the tier: the collateral check rejects it
+    return reply(json.dumps({
+        "instruction": "Maya Chen's email is now maya@chen.example.net; please update her record.",
+        "checkers": [{"type": "sql", "query": "SELECT email FROM customers WHERE id = 6",
+                      "expect": "maya@chen.example.net"}],
+        "oracle": [{"tool": "sql_execute", "arguments": {"sql": "UPDATE customers SET email = "
+                                                                "'maya@chen.example.net', tier = 'gold' WHERE id = 6"}},
+                   {"answer": "Done."}]}))
+
+
 ROUTES = {"explorer": explorer, "writer": writer, "good": teacher(True), "bad": teacher(False),
-          "challenger": challenger, "strong": strong, "weak": lambda r: reply("Done, the price is updated.")}
+          "challenger": challenger, "evolver": evolver, "strong": strong, "weak": lambda r: reply("Done, the price is updated.")}
 
 
 @pytest.fixture
@@ -160,3 +180,28 @@ def test_replay_filter_reverifies_a_core_run(tmp_path):
                         run_dir=tmp_path / "run"))
     report = run_generator("replay_filter", "core", {"input": str(tmp_path / "run")}, cache=False)
     assert len(report.accepted) == 2 and not report.rejected
+
+
+def test_evolve_and_from_failures_on_sql(server, tmp_path):
+    params = {"model": "openai/evolver", "api_base": server.base_url, "only": ["set-price", "update-email"],
+              "rounds": 1}
+    out = tmp_path / "evolved"
+    report = run_generator("evolve", "core", params, out=out, cache=False)
+    assert [r.task_id for r in report.accepted] == ["ev-set-price-0"]
+    assert report.rejected == {"oracle_fails": 1}
+    assert "unexpected changes" in report.per_item[[e["item"] for e in report.per_item].index(
+        "ev-update-email-0")]["rejected"][0]["detail"]
+    from agentsynth_kernel.commands.pack import validate_pack
+
+    pack, gates = validate_pack(out)
+    assert all(g.status == "pass" for g in gates), [(g.name, g.problems) for g in gates]
+    # the variant keeps the source task's allowed_changes, so its collateral check stays meaningful
+    assert pack.tasks[0].environment["allowed_changes"] == {"products": {"update": ["price_cents"],
+                                                                        "where": "sku = 'MUG-02'"}}
+    core = load_pack("core")
+    asyncio.run(execute(RunSpec(policy=ComponentSpec("noop"), only=["set-price", "update-email"]), core,
+                        run_dir=tmp_path / "bench"))
+    report = run_generator("from_failures", "core", {"model": "openai/evolver", "api_base": server.base_url,
+                                                     "run": str(tmp_path / "bench"), "rounds": 1}, cache=False)
+    assert report.planned == 2 and [r.task_id for r in report.accepted] == ["ev-set-price-0"]
+    assert report.accepted[0].trajectory.metadata["synth"]["gap"] == "no_call"
