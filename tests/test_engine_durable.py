@@ -450,3 +450,34 @@ def test_spec_diff_lines():
         'tasks[1].instruction: (absent) -> "' + "j" * 68 + "…",
     ]
     assert spec_diff(old, old) == []
+
+
+def test_lifecycle_hooks_see_the_resumed_run(host, cli, tmp_path):
+    seen: list[tuple] = []
+
+    class Observer:
+        @hookimpl
+        def run_started(self, run):
+            seen.append(("started", run.total, run.restored, run.run_hash))
+
+        @hookimpl
+        def episode_finished(self, run, result):
+            seen.append(("episode", result.task_id, result.provenance["run_hash"] == run.run_hash))
+
+        @hookimpl
+        def run_finished(self, run, results):
+            seen.append(("finished", len(results)))
+
+    host.add_plugin(Observer(), "observer")
+    try:
+        write(tmp_path / "spec.yaml", spec_text([("a", "solve"), ("b", "solve")]))
+        assert cli("run", "spec.yaml", "--run-dir", "d", "-q")[0] == 0
+        store = RunStore(tmp_path / "d")
+        run_hash = store.get_meta("run_hash")
+        store.db.execute("DELETE FROM episodes WHERE task_id = 'b'")
+        store.close()
+        seen.clear()
+        assert cli("run", "spec.yaml", "--run-dir", "d", "-q")[0] == 0
+    finally:
+        host.remove_plugin("observer")
+    assert seen == [("started", 2, 1, run_hash), ("episode", "b", True), ("finished", 2)]
