@@ -125,6 +125,7 @@ class SqlEnvironment:
         self.snapshot = snapshot_for(s.schema, s.seed, base_dir=self.base_dir, foreign_keys=s.foreign_keys)
         # not bound to one thread: a sync checker of another plugin may read it from the episode's worker
         self.conn = open_copy(self.snapshot, foreign_keys=s.foreign_keys, check_same_thread=False)
+        self.allowed.check_against(self.snapshot, self.conn)
         self._start_marks = (self.conn.total_changes, self.snapshot.schema_version)
         self.sandbox.written = set()
         self._changes = self._unexpected = None

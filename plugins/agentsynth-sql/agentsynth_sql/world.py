@@ -309,6 +309,23 @@ class AllowedChanges:
     def anything(self) -> bool:
         return "*" in self.rules
 
+    def check_against(self, snap: Snapshot, conn: sqlite3.Connection) -> None:
+        """Fail early on a rule that names no table of the world (a typo) or has a ``where`` that does
+        not run; evaluates each ``where`` on the start state once per snapshot (cached)."""
+        for table, rule in self.rules.items():
+            if table == "*":
+                continue
+            if table not in snap.tables:
+                if rule == ANYTHING:  # the task may create this table
+                    continue
+                raise ValueError(f"allowed_changes.{table}: no table {table!r} in the world "
+                                 f"(tables: {', '.join(snap.tables)}); use '*' for a table the task creates")
+            if rule.where and (table, rule.where) not in snap.start_keys:
+                try:
+                    snap.start_keys[(table, rule.where)] = _matching_keys(conn, table, rule.where)
+                except sqlite3.Error as exc:
+                    raise ValueError(f"allowed_changes.{table}.where: {rule.where!r}: {exc}") from None
+
     def violations(self, changes: list[Change], start_conn: Any, end_conn: sqlite3.Connection,
                    start_cache: dict[tuple[str, str], set[Any]] | None = None) -> list[Change]:
         """The changes no rule allows. ``start_conn`` is a callable opening the start state (only
@@ -320,8 +337,10 @@ class AllowedChanges:
         where_cache: dict[tuple[str, str], set[Any]] = {}
         for ch in changes:
             rule = self.rules.get(ch.table)
-            if rule is None or ch.op in ("create_table", "drop_table"):
+            if rule is None or (ch.op in ("create_table", "drop_table") and rule != ANYTHING):
                 bad.append(ch)
+                continue
+            if ch.op in ("create_table", "drop_table"):
                 continue
             if ch.op == "insert":
                 ok = rule.insert
@@ -355,10 +374,13 @@ def _matching_keys(conn: sqlite3.Connection, table: str, where: str) -> set[Any]
         return {tuple(r) for r in conn.execute(f"SELECT {cols} FROM {quote(table)} WHERE {where}")}
 
 
+ANYTHING = TableRule(True, True, ("*",))
+
+
 def parse_rule(table: str, value: Any) -> TableRule:
     where = f"allowed_changes.{table}"
     if value == "*" or value is True:
-        return TableRule(True, True, ("*",))
+        return ANYTHING
     if isinstance(value, str):
         value = [value]
     if isinstance(value, list):

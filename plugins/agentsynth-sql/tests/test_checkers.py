@@ -103,6 +103,8 @@ def test_allowed_changes_pass(files):
     ({"accounts": ["owner"]}, "UPDATE accounts SET balance = 1", False),
     ({"accounts": {"update": "*"}}, "UPDATE accounts SET balance = 1, owner = 'z'", True),
     ({}, "CREATE TABLE extra (a)", False),
+    ({"extra": "*"}, "CREATE TABLE extra (a); INSERT INTO extra VALUES (1)", True),
+    ({"ledger": "*"}, "DROP TABLE ledger", True),
     ({}, "DROP TABLE ledger", False),
     ({"*": "*"}, "DROP TABLE ledger", True),
     ({}, "UPDATE accounts SET balance = balance WHERE id = 1", True),  # a no-op write is no change
@@ -138,3 +140,15 @@ def test_without_rowid_tables_are_diffed_by_primary_key(files):
     x(env, "UPDATE kv SET v = 'x'")
     verdict = check(NoCollateral(), env)
     assert not verdict.passed and "update kv row ('b',): v: '2' -> 'x'" in verdict.detail
+
+
+@pytest.mark.parametrize("allowed,message", [
+    ({"ledgr": {"insert": True}}, "allowed_changes.ledgr: no table 'ledgr' in the world (tables: accounts, ledger); "
+     "use '*' for a table the task creates"),
+    ({"ledger": {"delete": True, "where": "acount_id = 2"}},
+     "allowed_changes.ledger.where: 'acount_id = 2': no such column: acount_id"),
+])
+def test_bad_allowed_changes_fail_at_reset_with_the_path(files, allowed, message):
+    with pytest.raises(ValueError) as exc:
+        make_env(files, allowed_changes=allowed)
+    assert str(exc.value) == message
