@@ -36,6 +36,8 @@ class AppDbChecker:
     means "no rows".
     """
 
+    world_state = True  # reads the world's end state (agentsynth pack validate)
+
     def __init__(self, query: str, expected: Any, ordered: bool = True) -> None:
         if not isinstance(query, str) or not query.strip():
             raise ValueError("query: expected a non-empty SQL string")
@@ -74,6 +76,8 @@ class PageChecker:
     ``absent: true`` inverts the whole check.
     """
 
+    world_state = True  # reads the world's end state (agentsynth pack validate)
+
     def __init__(self, selector: str = "body", text: str | None = None, regex: str | None = None,
                  count: int | None = None, absent: bool = False, case_sensitive: bool = False) -> None:
         self.selector, self.text, self.count, self.absent = selector, text, count, absent
@@ -106,6 +110,8 @@ class UrlChecker:
 
     ``equals`` (the whole URL), ``path`` (without query string), ``contains`` or ``regex`` (search).
     """
+
+    world_state = True  # reads the world's end state (agentsynth pack validate)
 
     def __init__(self, equals: str | None = None, path: str | None = None, contains: str | None = None,
                  regex: str | None = None) -> None:

@@ -202,6 +202,8 @@ class BrowserEnvironment:
         self._page: Any = None
         self._dialogs: list[str] = []
         self._shots = 0
+        self._shot_data: str | None = None
+        self.screenshots: list[dict[str, Any]] = []
 
     # --- the world --------------------------------------------------------------------------
 
@@ -398,9 +400,15 @@ class BrowserEnvironment:
             raise BrowserCrashed(self.crashed) from None
         except Exception as exc:  # a Playwright error: a tool error unless the page/browser died
             self._check_alive()
-            return Observation(f"URL: {self.relative_url()}\nerror: {call.name} failed: {_short(exc)}", error=True,
+            message = _short(exc)
+            if self.base_url:  # the port changes per episode; trajectories should not
+                message = message.replace(self.base_url, "")
+            return Observation(f"URL: {self.relative_url()}\nerror: {call.name} failed: {message}", error=True,
                                data={"url": self.relative_url()})
-        return Observation(content, data={"url": self.relative_url()})
+        data: dict[str, Any] = {"url": self.relative_url()}
+        if call.name == "screenshot" and self._shot_data:
+            data["screenshot"], self._shot_data = self._shot_data, None
+        return Observation(content, data=data)
 
     def _check_alive(self) -> None:
         if self.crashed:
@@ -539,9 +547,12 @@ class BrowserEnvironment:
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / f"{self.task_id}-{self.seed}-{self._shots}.png"
         path.write_bytes(data)
-        digest = hashlib.sha256(data).hexdigest()[:16]
         self.url = self._page.url
-        return (f"URL: {self.relative_url()}\nscreenshot saved: {path} ({len(data) // 1024} KB, sha256 {digest})")
+        self.screenshots.append({"path": str(path), "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()})
+        self._shot_data = path.name
+        # the observation names the file only (its folder and bytes vary between runs): the same
+        # episode gives the same observation on every run; env.screenshots has paths and hashes
+        return f"URL: {self.relative_url()}\nscreenshot saved as {path.name}"
 
     # --- for checkers ---------------------------------------------------------------------------
 

@@ -55,6 +55,9 @@ async def test_tools_work_with_snapshot_element_ids(pack_dir, tmp_path):
         o = await step(env, "screenshot", full_page=True)
         shots = list((tmp_path / "shots").glob("*.png"))
         assert len(shots) == 1 and shots[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert o.content.endswith(f"screenshot saved as {shots[0].name}")
+        assert o.data == {"url": "/search?q=tent&category=&sort=price_desc", "screenshot": shots[0].name}
+        assert env.screenshots[0]["path"] == str(shots[0]) and env.screenshots[0]["bytes"] > 1000
         o = await step(env, "navigate", url="/product/NOPE")
         assert "HTTP 404" in o.content and "No such product" in o.content
         o = await step(env, "press", key="End")
