@@ -1031,8 +1031,9 @@ class LLMClient:
             raise LLMError(f"{model}: no API key: set {env} in the environment (or name another variable with "
                            "api_key_env:)", reason="no_key", model=model)
         settled = False
+        sent: list[bool] = []  # gets an entry when an attempt leaves
         try:
-            response, has_usage = await self._send(route, send, key_value, headers)
+            response, has_usage = await self._send(route, send, key_value, headers, sent)
             tokens = response.usage.prompt_tokens + response.usage.completion_tokens
             cost = None
             if price is not None:
@@ -1052,9 +1053,9 @@ class LLMClient:
             else:
                 self.stats.cost_usd += cost
         except asyncio.CancelledError:
-            # it may have been processed: count the worst case, never less
-            self.ledger.settle(reservation, reservation.tokens, None)
-            settled = True
+            if sent:  # it may have been processed: count the worst case, never less
+                self.ledger.settle(reservation, reservation.tokens, None)
+                settled = True
             raise
         finally:
             if not settled:  # failed for good: nothing to bill
@@ -1064,7 +1065,8 @@ class LLMClient:
         return response
 
     async def _send(self, route: Route, request: dict[str, Any], api_key: str | None,
-                    headers: Mapping[str, str] | None = None) -> tuple[LLMResponse, bool]:
+                    headers: Mapping[str, str] | None = None, sent: list[bool] | None = None,
+                    ) -> tuple[LLMResponse, bool]:
         if route.transport == "openai":
             if self._fast is None:
                 self._fast = _FastTransport(max_connections=self.concurrency, timeout=self.timeout,
@@ -1087,6 +1089,8 @@ class LLMClient:
             try:
                 async with self._sem:
                     self.stats.http_requests += 1
+                    if sent is not None:
+                        sent.append(True)
                     if route.transport == "openai":
                         response, has_usage = await transport.send(route, payload, api_key, headers)
                     else:

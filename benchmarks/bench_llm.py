@@ -70,12 +70,13 @@ async def drive(call, concurrency: int, total: int) -> tuple[float, float]:
 
 
 async def measure(name: str, make_call, concurrency: int, waves: int = WAVES, repeats: int = REPEATS) -> dict[str, float]:
-    call = await make_call(concurrency)
+    call, close = await make_call(concurrency)
     await drive(call, concurrency, concurrency * 2)  # warm-up: connections, imports
     total = concurrency * waves
     server0 = server_cpu()
     runs = sorted([await drive(call, concurrency, total) for _ in range(repeats)])
     server_ms = 1000 * (server_cpu() - server0) / (total * repeats)
+    await close()  # the next client starts from no open connections
     wall = runs[len(runs) // 2][0]
     cpu = sorted(c for _, c in runs)[len(runs) // 2]
     rate = total / wall
@@ -105,7 +106,7 @@ def main() -> None:
             async def call():
                 await client.complete(MESSAGES)
 
-            return call
+            return call, client.aclose
 
         async def fast_budget(concurrency: int):
             return await fast(concurrency, budget=10**12)
@@ -122,7 +123,7 @@ def main() -> None:
                 async with session.post(base + "/chat/completions", data=body, headers=headers) as response:
                     msgspec.json.decode(await response.read())
 
-            return call
+            return call, session.close
 
         async def plain_litellm(concurrency: int):
             import litellm
@@ -130,7 +131,10 @@ def main() -> None:
             async def call():
                 await litellm.acompletion(model="openai/bench", messages=MESSAGES, api_base=base, api_key="bench")
 
-            return call
+            async def close():
+                return None
+
+            return call, close
 
         async def run_all() -> None:
             for concurrency in (16, 64):

@@ -402,3 +402,21 @@ async def test_a_missing_key_fails_at_once_without_sending(monkeypatch):
         await client.complete(MESSAGES)
     assert info.value.agentsynth_error_kind == "provider" and client.stats.http_requests == 0
     assert client.ledger.reserved_tokens == 0 and client.ledger.in_flight == 0
+
+
+async def test_cancelled_before_sending_costs_nothing(llm_server):
+    llm_server.add(hang(10))
+    client = make_client(llm_server, budget_tokens=10_000, max_tokens=100, concurrency=1)
+    first = asyncio.ensure_future(client.complete(MESSAGES))
+    while not llm_server.requests:
+        await asyncio.sleep(0.01)
+    second = asyncio.ensure_future(client.complete(MESSAGES))  # waits for the only slot
+    await asyncio.sleep(0.05)
+    second.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await second
+    assert client.ledger.spent_tokens == 0 and client.ledger.in_flight == 1
+    first.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await first
+    assert client.ledger.spent_tokens > 100 and client.ledger.in_flight == 0 and len(llm_server.requests) == 1
