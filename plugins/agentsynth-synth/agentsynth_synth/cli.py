@@ -41,10 +41,35 @@ def _source(ref: str) -> tuple[Any, Any, Path]:
     return pack, None, Path.cwd()
 
 
+def explain(name: str) -> str:
+    """A generator's description and parameters (name, type, default), from its spec class."""
+    import attrs
+
+    from .api import GENERATORS
+
+    cls, spec_cls, description = GENERATORS[name]
+    lines = [f"{name}: {description}", ""]
+    doc = (__import__(cls.__module__, fromlist=["_"]).__doc__ or "").strip()
+    if doc:
+        lines += [doc, ""]
+    lines.append("parameters (-p KEY=VALUE or --config FILE):")
+    for field in attrs.fields(spec_cls):
+        if field.default is attrs.NOTHING:
+            default = "required"
+        elif isinstance(field.default, attrs.Factory):  # type: ignore[arg-type]
+            default = f"default {field.default.factory()!r}"
+        else:
+            default = f"default {field.default!r}"
+        kind = field.type if isinstance(field.type, str) else getattr(field.type, "__name__", str(field.type))
+        lines.append(f"  {field.name}: {kind} ({default})")
+    return "\n".join(lines)
+
+
 @click.command("synth")
-@click.argument("source", metavar="PACK|RUN_SPEC")
+@click.argument("source", metavar="PACK|RUN_SPEC", required=False)
 @click.option("-g", "--generator", "name", required=True, type=click.Choice(GENERATOR_NAMES),
               help="Which generator to run.")
+@click.option("--explain", "explain_", is_flag=True, help="Describe the generator and its parameters, then exit.")
 @click.option("--config", "config", type=click.Path(path_type=Path, dir_okay=False),
               help="YAML with the generator's parameters ({type: NAME, ...} or a 'generator:' mapping).")
 @click.option("-p", "--param", "params", multiple=True, metavar="KEY=VALUE",
@@ -67,7 +92,7 @@ def _source(ref: str) -> tuple[Any, Any, Path]:
 @click.option("--json", "json_path", metavar="PATH", help="Write the report as JSON ('-' for stdout).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress and no summary.")
 @click.pass_context
-def synth(ctx: click.Context, source: str, name: str, config: Path | None, params: tuple[str, ...],
+def synth(ctx: click.Context, source: str | None, name: str, explain_: bool, config: Path | None, params: tuple[str, ...],
           out: Path | None, run_dir: Path | None, seed: int | None, concurrency: int, limit: int | None,
           budget_usd: float | None, budget_tokens: int | None, no_cache: bool, max_steps: int | None,
           timeout: float | None, validate: bool | None, json_path: str | None, quiet: bool) -> None:
@@ -86,6 +111,11 @@ def synth(ctx: click.Context, source: str, name: str, config: Path | None, param
     from .api import make_generator, write_output
     from .core import SynthContext, synthesize
 
+    if explain_:
+        click.echo(explain(name))
+        return
+    if source is None:
+        raise click.UsageError("missing argument PACK|RUN_SPEC")
     pack, run_spec, base_dir = _source(source)
     data: dict[str, Any] = {}
     where = "-p"

@@ -138,7 +138,7 @@ def pack_dir(tmp_path: Path) -> Path:
 
 # --- the scripted LLM ------------------------------------------------------------------------------
 
-SET_RE = re.compile(r"Set the note '(\w+)' to '(\w+)'")
+SET_RE = re.compile(r"the note '(\w+)' to '(\w+)'")
 
 
 def turn(request: dict[str, Any]) -> int:

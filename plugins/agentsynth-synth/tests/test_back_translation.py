@@ -163,3 +163,14 @@ def test_provider_failure_leaves_the_item_for_a_rerun(llm, pack_dir, tmp_path):
     llm.router.routes["writer"] = good
     report = run_generator("back_translation", pack_dir, params(llm, n=2), run_dir=run_dir, cache=False)
     assert report.done_items == 2 and len(report.accepted) == 2 and report.incomplete == 0
+
+
+def test_same_seed_and_warm_cache_write_the_same_pack_without_requests(llm, pack_dir, tmp_path):
+    cache = tmp_path / "cache"
+    run_generator("back_translation", pack_dir, params(llm, n=2), out=tmp_path / "a", cache=cache, seed=5)
+    sent = llm.count
+    report = run_generator("back_translation", pack_dir, params(llm, n=2), out=tmp_path / "b", cache=cache, seed=5,
+                           concurrency=2)
+    assert llm.count == sent and report.requests == 0
+    for name in ("pack.yaml", "oracle.py"):
+        assert (tmp_path / "a" / name).read_text().replace("id: a", "id: b") == (tmp_path / "b" / name).read_text()

@@ -160,3 +160,14 @@ def test_from_failures_classifies_failures():
     assert classify_failure(result(Step(write, Observation("bad", error=True))), {"write"}) == "bad_arguments"
     assert classify_failure(result(Step(ToolCall("read", {"key": "a"}), Observation("x"))), {"write"}) == "wrong_tool"
     assert classify_failure(result(Step(write, Observation("ok"))), {"write"}) == "wrong_end_state"
+
+
+def test_evolve_with_weak_solvers_rejects_variants_they_solve(llm, pack_dir):
+    llm.router.routes.update(evolver=evolver)
+    params = {"model": "openai/evolver", "api_base": llm.base_url, "rounds": 1, "only": ["set-color"],
+              "strong": [policy(llm, "good")], "weak": [policy(llm, "good2")], "max_weak_pass_rate": 0.5}
+    report = run_generator("evolve", pack_dir, params, cache=False)
+    assert not report.accepted and report.rejected == {"not_discriminative": 1}
+    report = run_generator("evolve", pack_dir, {**params, "weak": [policy(llm, "lazy")]}, cache=False)
+    assert [r.task_id for r in report.accepted] == ["ev-set-color-0"]
+    assert report.accepted[0].trajectory.metadata["synth"]["solved_by"] == "openai/good"

@@ -110,3 +110,11 @@ def test_write_pack_drops_duplicate_requests(pack_dir, tmp_path):
     assert [t["id"] for t in data["tasks"]] == ["a", "c"]
     assert data["environment"] == {"type": "notes"}
     assert "ORACLE" in (tmp_path / "out" / "oracle.py").read_text()
+
+
+def test_explain_lists_parameters(capsys):
+    assert cli("synth", "-g", "back_translation", "--explain") == 0
+    out = capsys.readouterr().out
+    assert out.startswith("back_translation: ") and "  n: int (default 10)" in out and "noop_passes" in out
+    assert cli("synth", "-g", "forward") == 2
+    assert "missing argument PACK|RUN_SPEC" in capsys.readouterr().err
