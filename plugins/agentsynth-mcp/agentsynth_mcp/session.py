@@ -54,8 +54,11 @@ class McpServerError(AgentsynthError):
     """The MCP server could not be started or reached, crashed, hung, or broke the protocol.
 
     Raised by environment methods, so the engine fails that episode (``error_kind``
-    ``environment``) with this message; tool-level errors are observations instead.
+    ``environment``, also when a checker's call hit the broken server) with this message;
+    tool-level errors are observations instead.
     """
+
+    agentsynth_error_kind = "environment"
 
 
 @attrs.define

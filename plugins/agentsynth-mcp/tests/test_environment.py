@@ -81,10 +81,11 @@ async def test_setup_hide_tools_placeholders_and_env(tmp_path, toy):
     env = make_env(
         tmp_path, toy, world="world", hide_tools=["crash", "hang"],
         env={"TOY_SEED": "{seed}", "TOY_WORLD": "{world}"},
-        setup=[{"tool": "bump"}, {"tool": "bump"}], resource_tool=False,
+        setup=[{"tool": "bump"}, {"tool": "bump"}], resource_tool=False, protocol="legacy",
     )
     try:
-        await env.reset(seed=77)
+        first = await env.reset(seed=77)
+        assert first.data["server"]["protocol_version"] < "2026"  # the initialize handshake was used
         names = {t.name for t in await env.tools()}
         assert "crash" not in names and "hang" not in names and "read_resource" not in names
         assert (await env.step(ToolCall("env_var", {"name": "TOY_SEED"}))).content == "77"
