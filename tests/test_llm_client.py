@@ -420,3 +420,18 @@ async def test_cancelled_before_sending_costs_nothing(llm_server):
     with pytest.raises(asyncio.CancelledError):
         await first
     assert client.ledger.spent_tokens > 100 and client.ledger.in_flight == 0 and len(llm_server.requests) == 1
+
+
+async def test_load_server_as_a_separate_process():
+    proc = subprocess.Popen([sys.executable, "-m", "agentsynth_kernel.testing", "--content", "pong"],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        line = await asyncio.to_thread(proc.stdout.readline)
+        assert line.startswith("listening on http://127.0.0.1:")
+        client = LLMClient("openai/any", api_base=line.split()[-1], cache=False)
+        responses = await asyncio.gather(*(client.complete(MESSAGES) for _ in range(5)))
+        assert [r.content for r in responses] == ["pong"] * 5
+        await client.aclose()
+    finally:
+        proc.terminate()
+        proc.wait(5)
