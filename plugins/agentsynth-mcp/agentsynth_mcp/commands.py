@@ -39,18 +39,28 @@ async def _inspect(endpoint: Any, timeout: float) -> dict[str, Any]:
     return summary
 
 
+def _type_name(prop: Any) -> str:
+    if not isinstance(prop, dict):
+        return "any"
+    if "enum" in prop:
+        return "|".join(map(str, prop["enum"]))
+    if "anyOf" in prop or "oneOf" in prop:
+        names = [_type_name(alt) for alt in prop.get("anyOf", prop.get("oneOf", []))]
+        names = [n for n in names if n != "null"] or ["null"]
+        return "|".join(dict.fromkeys(names))
+    kind = prop.get("type", "any")
+    if isinstance(kind, list):
+        return "|".join(str(k) for k in kind if k != "null") or "null"
+    if kind == "array" and isinstance(prop.get("items"), dict):
+        return f"list[{_type_name(prop['items'])}]"
+    return str(kind)
+
+
 def _signature(schema: dict[str, Any]) -> str:
     props = schema.get("properties") or {}
     required = set(schema.get("required") or [])
-    parts = []
-    for name, prop in props.items():
-        kind = prop.get("type", "any") if isinstance(prop, dict) else "any"
-        if isinstance(kind, list):
-            kind = "|".join(map(str, kind))
-        if isinstance(prop, dict) and "enum" in prop:
-            kind = "|".join(map(str, prop["enum"]))
-        parts.append(f"{name}: {kind}" if name in required else f"{name}?: {kind}")
-    return ", ".join(parts)
+    return ", ".join(f"{name}: {_type_name(prop)}" if name in required else f"{name}?: {_type_name(prop)}"
+                     for name, prop in props.items())
 
 
 @click.group()
