@@ -9,7 +9,9 @@ Per item:
 2. a writer LLM sees the executed chain (calls and results) and writes the user request it
    fulfils, plus read-only *probe* calls that show the outcome (unless ``probes:`` are fixed);
 3. the chain is executed again in a fresh world and the probes' results on its end state
-   become the new task's ``state_probe`` checker: the task is verifiable by construction;
+   become the new task's ``state_probe`` checker (plus a ``state_digest`` of the whole end state
+   when the environment can digest it and ``exact_state`` is on, so changes the probes do not
+   see count too): the task is verifiable by construction;
 4. the task is accepted only if its checker **passes** when the chain is replayed in another
    fresh world (``not_reproducible`` otherwise) and **fails** under the ``noop`` policy
    (``noop_passes``: e.g. a read-only chain, which changes nothing checkable).
@@ -79,6 +81,7 @@ class BackTranslationSpec:
     max_calls: int = 6
     probes: list[dict[str, Any]] = attrs.field(factory=list)
     focus: list[str] = attrs.field(factory=list)
+    exact_state: bool = True
     split: str = "train"
     tier: str = "synth-bt"
     id_prefix: str = "bt"
@@ -178,14 +181,18 @@ class BackTranslation:
         answer = str(data.get("answer") or "Done.")
         # the chain's end state, read by the probes in a fresh world
         record = Task(f"{item.id}-record", instruction,
-                      checkers=[ComponentSpec("synth_record_probes", {"probes": probes})])
+                      checkers=[ComponentSpec("synth_record_probes", {"probes": probes}),
+                                ComponentSpec("synth_fingerprint")])
         rec = await ctx.episode(record, ComponentSpec("synth_replay", {"actions": chain}), seed=item.seed, meter=meter)
         observed = next((v.data for v in rec.verdicts if v.checker == "synth_record_probes"), None)
+        digest = next((v.data for v in rec.verdicts if v.checker == "synth_fingerprint"), None)
         if rec.status == "error" or observed is None:
             return out.reject("not_reproducible", f"replaying the chain failed: {why_failed(rec)}")
-        checker = ComponentSpec("state_probe", {"probes": [{**p, "expect": o} for p, o in zip(probes, observed,
-                                                                                             strict=True)]})
-        task = Task(item.id, instruction.strip(), checkers=[checker], split=s.split, tier=s.tier,
+        checkers = [ComponentSpec("state_probe", {"probes": [{**p, "expect": o} for p, o in zip(probes, observed,
+                                                                                              strict=True)]})]
+        if s.exact_state and digest is not None:  # the whole end state, when the environment can digest it
+            checkers.append(ComponentSpec("state_digest", {"expect": digest}))
+        task = Task(item.id, instruction.strip(), checkers=checkers, split=s.split, tier=s.tier,
                     metadata={"synth": "back_translation"})
         oracle = [*chain, {"answer": answer}]
         verified = await ctx.episode(task, ComponentSpec("synth_replay", {"actions": oracle}), seed=item.seed,

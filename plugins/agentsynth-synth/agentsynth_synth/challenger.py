@@ -49,7 +49,8 @@ from .core import (
 
 TASK_FORMAT = """Answer with ONE JSON object only:
 {{"instruction": "what the user asks (concrete values, no mention of tools)",
-  "checkers": [ {{"type": "<checker type>", ...parameters}} ]{oracle_key}}}
+  "checkers": [ {{"type": "<checker type>", ...parameters}} ],
+  "environment": {{...optional parameter overrides of the environment for this task, as in the examples}}{oracle_key}}}
 The checkers must decide from the world's END STATE whether the request was fulfilled.
 Available checker types: {checkers}
 """
@@ -317,6 +318,17 @@ async def _judge_round(ctx: SynthContext, item: Item, meter: Meter, text: str, r
                                         seed=seed, info={"solved_by": solved_by or "oracle"})
 
 
+def _diverse(tasks: list[Task], n: int) -> list[Task]:
+    """Up to ``n`` example tasks, one per tier first (so the examples show the range of the pack)."""
+    picked, tiers = [], set()
+    for t in tasks:
+        if t.tier not in tiers:
+            picked.append(t)
+            tiers.add(t.tier)
+    picked += [t for t in tasks if t not in picked]
+    return picked[:n]
+
+
 class Challenger:
     name = "challenger"
     makes_tasks = True
@@ -332,9 +344,10 @@ class Challenger:
     async def make(self, ctx: SynthContext, item: Item, meter: Meter) -> Outcome:
         s = self.spec
         world, tools = await ctx.world()
-        examples = "\n".join(json.dumps({"instruction": t.instruction, "checkers": [c.to_dict() for c in
-                                                                                  ctx.pack.task_checkers(t)]})
-                             for t in ctx.pack.tasks[: s.examples])
+        examples = "\n".join(json.dumps({"instruction": t.instruction,
+                                          "checkers": [c.to_dict() for c in ctx.pack.task_checkers(t)],
+                                          **({"environment": t.environment} if t.environment else {})})
+                             for t in _diverse(ctx.pack.tasks, s.examples))
         focus = f"\nFocus on: {s.focus[item.payload % len(s.focus)]}." if s.focus else ""
         prompt = CHALLENGER_PROMPT.format(
             world=world[:4000], tools=json.dumps([t.to_openai()["function"] for t in tools]), examples=examples,
@@ -379,7 +392,8 @@ class Evolve:
         prompt = EVOLVE_PROMPT.format(
             strategy=item.payload["strategy"], focus=f"\n{focus}" if focus else "", world=world[:4000],
             tools=json.dumps([t.to_openai()["function"] for t in tools]),
-            original=json.dumps({"instruction": task.instruction, "checkers": task_record(task)["checkers"]}),
+            original=json.dumps({"instruction": task.instruction, "checkers": task_record(task)["checkers"],
+                                 **({"environment": task.environment} if task.environment else {})}),
             solution=json.dumps(solution) if solution else "(none)",
             oracle_key=ORACLE_KEY, checkers=checker_catalog(ctx))
         return await refine(ctx, item, meter, [{"role": "user", "content": prompt}], settings=self.settings,

@@ -7,6 +7,7 @@
   between rollouts. It uses ``env.state_fingerprint()`` when the environment has one, else
   ``env.changes()`` (an environment that lists its row-level changes, like ``sql``), else the
   given ``probes``; ``data`` is ``None`` when none applies.
+- ``state_digest`` (checker): the end state's fingerprint must equal the verified one (strict).
 - ``synth_replay`` (policy): plays a fixed list of actions (``{"tool", "arguments"}`` / ``{"answer"}``).
 """
 
@@ -126,6 +127,27 @@ class Fingerprint:
             return _then(_run_probes(env, self.calls), lambda obs: Verdict(
                 "synth_fingerprint", True, 1.0, "probes", data=_digest([(o.content, o.error) for o in obs])))
         return Verdict("synth_fingerprint", True, 1.0, "the environment exposes no state to fingerprint", data=None)
+
+
+class StateDigest(Fingerprint):
+    """Passes when the end state's digest (see :class:`Fingerprint`) equals ``expect``: the whole
+    end state must be the verified one (every change the chain made, and no other)."""
+
+    world_state = True
+
+    def __init__(self, expect: str, probes: list[dict[str, Any]] | None = None) -> None:
+        super().__init__(probes)
+        self.expect = expect
+
+    def check(self, env: Any, trajectory: Trajectory) -> Any:
+        def verdict(v: Verdict) -> Verdict:
+            ok = v.data is not None and v.data == self.expect
+            detail = "the end state is the verified one" if ok else (
+                f"the end state differs from the verified one ({v.detail})" if v.data is not None
+                else "the environment exposes no state to compare")
+            return Verdict("state_digest", ok, float(ok), detail, data=v.data)
+
+        return _then(super().check(env, trajectory), verdict)
 
 
 class ReplayPolicy:

@@ -17,10 +17,12 @@ def register_generators(register: Any) -> None:
 
 @hookimpl
 def register_checkers(register: Any) -> None:
-    from .checkers import Fingerprint, RecordProbes, StateProbe
+    from .checkers import Fingerprint, RecordProbes, StateDigest, StateProbe
 
     register("state_probe", StateProbe,
              description="Read-only probe calls must return what they returned on the verified end state (any env)")
+    register("state_digest", StateDigest,
+             description="The end state's fingerprint equals the verified one (every change, nothing else)")
     register("synth_fingerprint", Fingerprint, description="Always passes; a digest of the end state (consensus)")
     register("synth_record_probes", RecordProbes, description="Always passes; records probe results (internal)")
 

@@ -39,8 +39,9 @@ def test_task_checker_passes_on_the_executed_chain_and_fails_on_noop(llm, pack_d
         "Please change our color note to green.", "Please change our color note to purple.",
         "Please change our color note to orange."]
     task0 = data["tasks"][0]
-    assert task0["checkers"] == [{"type": "state_probe", "probes": [
-        {"tool": "read", "arguments": {"key": "color"}, "expect": {"content": "green", "error": False}}]}]
+    assert task0["checkers"][0] == {"type": "state_probe", "probes": [
+        {"tool": "read", "arguments": {"key": "color"}, "expect": {"content": "green", "error": False}}]}
+    assert task0["checkers"][1]["type"] == "state_digest"  # the notes world can digest its whole state
     new = load_pack(out)
     task = new.tasks[0]
     # the checker is independent of the generator: re-check it with the kernel, in fresh worlds
@@ -48,8 +49,19 @@ def test_task_checker_passes_on_the_executed_chain_and_fails_on_noop(llm, pack_d
     assert chain.passed, chain.verdicts
     noop = play(new, task, ComponentSpec("noop"))
     assert not noop.passed and "got 'red', expected 'green'" in noop.verdicts[0].detail
-    wrong = play(new, new.tasks[1], ComponentSpec("oracle"))  # oracle of task 1 is 'purple'
-    assert wrong.passed
+    other = play(new, new.tasks[1], ComponentSpec("oracle"))
+    assert other.passed
+    # the right probe value plus an unrelated change: the probe passes, the whole-state digest does not
+    extra = ComponentSpec("synth_replay", {"actions": [{"tool": "write", "arguments": {"key": "color", "value": "green"}},
+                                                       {"tool": "write", "arguments": {"key": "mood", "value": "x"}}]})
+    sloppy = play(new, task, extra)
+    assert not sloppy.passed
+    assert [v.passed for v in sloppy.verdicts] == [True, False]
+    assert sloppy.verdicts[1].detail.startswith("the end state differs from the verified one")
+    # without exact_state only the probes decide
+    loose = run_generator("back_translation", pack_dir, params(llm, n=1, exact_state=False), cache=False)
+    loose_checkers = loose.accepted[0].trajectory.metadata["synth"]["task"]["checkers"]
+    assert [c["type"] for c in loose_checkers] == ["state_probe"]
     stored = RunStore(tmp_path / "run", create=False)
     try:
         results = list(stored.results())
