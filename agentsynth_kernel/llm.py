@@ -110,8 +110,9 @@ class LLMToolCall(msgspec.Struct, frozen=True):
 class LLMResponse(msgspec.Struct):
     """A normalized chat completion, the same for every transport.
 
-    ``usage.cost_usd`` is None when the price is unknown. A cache hit has ``cached=True``,
-    the original token counts, ``cost_usd=0`` and ``requests=0``.
+    ``usage`` is what this call spent: ``cost_usd`` is None when the price is unknown. A cache
+    hit spent nothing: ``cached=True``, ``usage`` all zero, and ``original_usage`` holds what
+    the request cost when it was first made.
     """
 
     content: str = ""
@@ -122,6 +123,7 @@ class LLMResponse(msgspec.Struct):
     cached: bool = False
     attempts: int = 1
     latency_s: float = 0.0
+    original_usage: Usage | None = None
 
     def message(self) -> dict[str, Any]:
         """This answer as an assistant message for the next request (OpenAI shape)."""
@@ -1008,7 +1010,7 @@ class LLMClient:
             if hit is not None:
                 self.stats.cache_hits += 1
                 hit.cached = True
-                hit.usage = Usage(hit.usage.prompt_tokens, hit.usage.completion_tokens, 0.0, 0)
+                hit.original_usage, hit.usage = hit.usage, Usage(0, 0, 0.0, 0)
                 return hit
 
         price = price_for(model, self.prices)
@@ -1141,8 +1143,9 @@ _default_client: LLMClient | None = None
 
 def client_for(run: Any = None, **options: Any) -> LLMClient:
     """The LLM client of a run (``run.services["llm"]``), created on first use with the run's
-    ``budget:`` (USD and/or tokens) and the default cache; ``options`` are LLMClient arguments
-    used only when it is created. Without a run: one process-wide client with no budget.
+    ``budget:`` (USD and/or tokens), minus what earlier sessions of a resumed run spent
+    (``run.spent``), and the default cache; ``options`` are LLMClient arguments used only when it
+    is created. Without a run: one process-wide client with no budget.
     """
     global _default_client
     if run is None:
@@ -1156,4 +1159,7 @@ def client_for(run: Any = None, **options: Any) -> LLMClient:
         options.setdefault("budget_usd", getattr(budget, "usd", None))
         options.setdefault("budget_tokens", getattr(budget, "tokens", None))
         client = services[SERVICE_KEY] = LLMClient(**options)
+        spent = getattr(run, "spent", None)  # earlier sessions of a resumed run count against the budget
+        if spent is not None:
+            client.ledger.charge(spent.prompt_tokens + spent.completion_tokens, spent.cost_usd or 0.0)
     return client

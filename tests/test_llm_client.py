@@ -28,7 +28,7 @@ from agentsynth_kernel.llm import (
     redact_text,
     resolve_route,
 )
-from agentsynth_kernel.records import ToolSpec
+from agentsynth_kernel.records import ToolSpec, Usage
 from agentsynth_kernel.testing import (
     ScriptedLLMServer,
     disconnect,
@@ -123,7 +123,8 @@ async def test_cache_replays_with_zero_requests_and_no_secrets(llm_server, tmp_p
     # a new client (a re-run) on the same cache directory: replayed, nothing sent
     replay = make_client(llm_server, cache=tmp_path / "cache", api_key="sk-other-key-1234567")
     hit = await replay.complete(MESSAGES, temperature=0.0)
-    assert hit.content == "first" and hit.cached and hit.usage.cost_usd == 0.0 and hit.usage.requests == 0
+    assert hit.content == "first" and hit.cached and hit.usage == Usage(0, 0, 0.0, 0)  # a hit spends nothing
+    assert hit.original_usage.prompt_tokens > 0 and hit.original_usage.requests == 1
     assert len(llm_server.requests) == 1 and replay.stats.cache_hits == 1 and replay.stats.http_requests == 0
     files = list((tmp_path / "cache").rglob("*.json"))
     assert len(files) == 1 and KEY.encode() not in files[0].read_bytes()
@@ -280,6 +281,10 @@ def test_client_for_is_run_scoped():
     assert client_for(run) is client and run.services["llm"] is client
     assert client.ledger.token_cap == 1234 and client.ledger.usd_cap is None
     assert client_for(None) is client_for(None) is not client
+    resumed = SimpleNamespace(services={}, spent=Usage(100, 50, 0.25, 3),
+                              spec=SimpleNamespace(budget=SimpleNamespace(usd=1.0, tokens=None)))
+    ledger = client_for(resumed).ledger
+    assert (ledger.spent_tokens, ledger.spent_usd, ledger.usd_cap) == (150, 0.25, 1.0)
     assert "sk-" not in repr(LLMClient("openai/x", api_key="sk-abcdefghijklmnop"))
 
 

@@ -122,6 +122,11 @@ def test_budget_stops_the_run_and_resume_with_more_budget_finishes(host, write, 
         stored = [r.key for r in stopped.results]
         assert all(r.error_kind != "budget" for r in stopped.results)  # the stopped episode is not stored
         assert len(stored) < 2
+        sent = len(server.requests)
+        # the same budget again: what the first session spent still counts, so nothing more fits
+        again = run_spec(write, host, server.base_url, trials=2, extra="budget: {tokens: 700}", run_dir=run_dir)
+        assert again.stopped.startswith("budget") and len(again.results) == len(stored)
+        assert len(server.requests) - sent <= 1
         resumed = run_spec(write, host, server.base_url, trials=2, extra="budget: {tokens: 100000}", run_dir=run_dir)
     assert not resumed.stopped
     assert len(resumed.results) == 2 and all(r.status == "passed" for r in resumed.results)
