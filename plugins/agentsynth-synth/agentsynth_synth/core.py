@@ -281,7 +281,8 @@ class SynthReport:
             "rejected": dict(sorted(self.rejected.items())), "llm_requests": self.requests,
             "llm_requests_per_accepted": self.requests_per_accepted,
             "tokens": self.usage.prompt_tokens + self.usage.completion_tokens, "cost_usd": self.usage.cost_usd,
-            "stopped": self.stopped, "incomplete_items": self.incomplete, "errors": self.errors, "duration_s": round(self.duration_s, 3),
+            "stopped": self.stopped, "incomplete_items": self.incomplete, "errors": self.errors,
+            "duration_s": round(self.duration_s, 3),
         }
 
 
@@ -304,6 +305,35 @@ def to_result(acc: Accepted, *, generator: str, item: Item, meter: Meter) -> Epi
 ProgressFn = Callable[[str, dict[str, Any]], None]
 
 
+def _open_store(run_dir: Path) -> RunStore:
+    from agentsynth_kernel.engine import open_run_store
+
+    return open_run_store(run_dir)  # refuses a non-empty directory that is not a run directory
+
+
+def _check_resume(store: RunStore, meta: dict[str, Any]) -> None:
+    """A run directory continues only the generation that made it (same generator, parameters, seed
+    and pack content): item ids would otherwise name different work."""
+    old = store.get_meta("synth")
+    if old is None:
+        if store.get_meta("spec") is not None or store.count():
+            raise AgentsynthError(f"{store.run_dir}: holds a run of 'agentsynth run', not a generation; "
+                                  "use a new --run-dir")
+        return
+    from agentsynth_kernel.engine import spec_diff
+
+    keys = ("generator", "params", "seed", "pack")
+    before = {k: old.get(k) for k in keys}
+    after = {k: meta.get(k) for k in keys}
+    before["pack"] = {"content_hash": (before["pack"] or {}).get("content_hash")}
+    after["pack"] = {"content_hash": after["pack"]["content_hash"]}
+    diff = spec_diff(json.loads(json.dumps(before, default=str)), json.loads(json.dumps(after, default=str)))
+    if diff:
+        shown = "\n".join(f"  {line}" for line in diff)
+        raise AgentsynthError(f"{store.run_dir}: this run directory holds a different generation:\n{shown}\n"
+                              "use a new --run-dir (or the same parameters to continue it)")
+
+
 async def synthesize(generator: SynthGenerator, ctx: SynthContext, *, run_dir: Path | None = None,
                      concurrency: int = 1, limit: int | None = None, params: dict[str, Any] | None = None,
                      on_progress: ProgressFn | None = None) -> SynthReport:
@@ -316,18 +346,23 @@ async def synthesize(generator: SynthGenerator, ctx: SynthContext, *, run_dir: P
     if limit is not None:
         items = items[:limit]
     report = SynthReport(generator.name, len(items))
-    store = RunStore(run_dir) if run_dir is not None else None
+    store = _open_store(run_dir) if run_dir is not None else None
     done: set[str] = set()
     if store is not None:
-        with store.transaction():
-            if store.get_meta("synth") is None:
-                store.set_meta("run_id", f"synth-{generator.name}-{ctx.seed}")
-                store.set_meta("created_at", time.time())
-            store.set_meta("synth", {"generator": generator.name, "params": redact(params or {}), "seed": ctx.seed,
-                                     "pack": {"id": ctx.pack.id, "source": ctx.pack.source,
-                                              "content_hash": ctx.pack.content_hash},
-                                     "makes_tasks": generator.makes_tasks})
-            store.set_meta("planned", len(items))
+        meta = {"generator": generator.name, "params": redact(params or {}), "seed": ctx.seed,
+                "pack": {"id": ctx.pack.id, "source": ctx.pack.source, "content_hash": ctx.pack.content_hash},
+                "makes_tasks": generator.makes_tasks}
+        try:
+            with store.transaction():
+                _check_resume(store, meta)
+                if store.get_meta("synth") is None:
+                    store.set_meta("run_id", f"synth-{generator.name}-{ctx.seed}")
+                    store.set_meta("created_at", time.time())
+                store.set_meta("synth", meta)
+                store.set_meta("planned", len(items))
+        except BaseException:
+            store.close()
+            raise
             # what `agentsynth status RUN_DIR` shows (the generator stands where a run shows its policy)
             store.set_meta("pack", {"id": ctx.pack.id, "source": ctx.pack.source,
                                     "content_hash": ctx.pack.content_hash})

@@ -9,8 +9,11 @@ import yaml
 
 from agentsynth_kernel import get_host
 from agentsynth_kernel.cli import main
+from agentsynth_kernel.engine import execute
+from agentsynth_kernel.errors import AgentsynthError
 from agentsynth_kernel.records import EpisodeResult, Trajectory
-from agentsynth_kernel.spec import ComponentSpec, build, load_pack
+from agentsynth_kernel.spec import ComponentSpec, RunSpec, build, load_pack
+from agentsynth_synth import run_generator
 from agentsynth_synth.cli import Progress
 from agentsynth_synth.core import SynthReport, write_pack
 from conftest import policy
@@ -118,3 +121,25 @@ def test_explain_lists_parameters(capsys):
     assert out.startswith("back_translation: ") and "  n: int (default 10)" in out and "noop_passes" in out
     assert cli("synth", "-g", "forward") == 2
     assert "missing argument PACK|RUN_SPEC" in capsys.readouterr().err
+
+
+def test_a_run_directory_continues_only_its_own_generation(llm, pack_dir, tmp_path):
+    run_dir = tmp_path / "rd"
+    params = {"teachers": [policy(llm, "good")], "only": ["set-size"]}
+    run_generator("forward", pack_dir, params, run_dir=run_dir, cache=False)
+    with pytest.raises(AgentsynthError, match="holds a different generation") as exc:
+        run_generator("forward", pack_dir, {**params, "rollouts": 2}, run_dir=run_dir, cache=False)
+    assert "params.rollouts: (absent) -> 2" in str(exc.value)
+    with pytest.raises(AgentsynthError, match=r"seed: 0 -> 1"):
+        run_generator("forward", pack_dir, params, run_dir=run_dir, cache=False, seed=1)
+    # a larger budget is not a different generation
+    again = run_generator("forward", pack_dir, params, run_dir=run_dir, cache=False, budget_tokens=10**9)
+    assert again.restored_items == 1
+    # a directory of `agentsynth run`, or anything else, is refused
+    asyncio.run(execute(RunSpec(policy=ComponentSpec("oracle")), load_pack(pack_dir), run_dir=tmp_path / "bench"))
+    with pytest.raises(AgentsynthError, match="not a generation"):
+        run_generator("forward", pack_dir, params, run_dir=tmp_path / "bench", cache=False)
+    (tmp_path / "junk").mkdir()
+    (tmp_path / "junk" / "notes.txt").write_text("x")
+    with pytest.raises(AgentsynthError, match="not an agentsynth run directory"):
+        run_generator("forward", pack_dir, params, run_dir=tmp_path / "junk", cache=False)
