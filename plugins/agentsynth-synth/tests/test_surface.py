@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 
+import pytest
 import yaml
 
 from agentsynth_kernel import get_host
