@@ -313,7 +313,7 @@ class McpSession:
             if task is not None and not task.cancelled():
                 task.exception()  # retrieved, so asyncio does not log it
             return
-        if graceful and self._busy is None and self._queue is not None:
+        if graceful and self.info is not None and self._busy is None and self._queue is not None:
             self._queue.put_nowait(_STOP)
         else:
             self._cancel_runner()
