@@ -14,6 +14,7 @@ import binascii
 import hashlib
 import json
 import mimetypes
+import re
 from pathlib import Path
 from typing import Any
 
@@ -22,14 +23,37 @@ from agentsynth_kernel import Observation, ToolSpec
 EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
 
 
-def tool_spec(tool: Any) -> ToolSpec:
-    """An MCP Tool as an agentsynth ToolSpec; the input JSON Schema is passed through."""
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def agent_tool_names(names: list[str]) -> dict[str, str]:
+    """MCP tool name -> the name the agent sees. MCP allows ``.`` and up to 128 characters; OpenAI
+    function names are ``[A-Za-z0-9_-]{1,64}``. Valid names are kept; others are rewritten
+    (``github.create_issue`` -> ``github_create_issue``) and made unique."""
+    out: dict[str, str] = {}
+    taken = {n for n in names if not _UNSAFE.search(n) and len(n) <= 64}
+    for name in names:
+        if name in taken:
+            out[name] = name
+            continue
+        base = _UNSAFE.sub("_", name)[:60] or "tool"
+        candidate, i = base, 2
+        while candidate in taken:
+            candidate, i = f"{base[:57]}_{i}", i + 1
+        taken.add(candidate)
+        out[name] = candidate
+    return out
+
+
+def tool_spec(tool: Any, name: str | None = None) -> ToolSpec:
+    """An MCP Tool as an agentsynth ToolSpec (under ``name`` if given); the input JSON Schema is
+    passed through."""
     schema = dict(tool.input_schema or EMPTY_SCHEMA)
     schema.setdefault("type", "object")
     if schema.get("type") == "object":
         schema.setdefault("properties", {})
     description = tool.description or getattr(tool, "title", None) or ""
-    return ToolSpec(tool.name, description, schema)
+    return ToolSpec(name or tool.name, description, schema)
 
 
 class MediaStore:

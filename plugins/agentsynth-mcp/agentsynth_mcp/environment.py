@@ -28,7 +28,7 @@ import attrs
 from agentsynth_kernel import Observation, ToolCall, ToolSpec
 from agentsynth_kernel.spec import InvalidValue
 
-from .convert import MediaStore, resource_observation, tool_observation, tool_spec
+from .convert import MediaStore, agent_tool_names, resource_observation, tool_observation, tool_spec
 from .session import TRANSPORTS, Endpoint, McpServerError, McpSession, ServerInfo, free_port
 
 PLACEHOLDERS = ("python", "base_dir", "world", "workdir", "port", "seed")
@@ -144,6 +144,7 @@ class McpEnvironment:
         self.resource_tool_name: str | None = None
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         self._tools: list[ToolSpec] = []
+        self._to_mcp: dict[str, str] = {}  # agent-visible tool name -> MCP tool name
         self._media = MediaStore()
 
     # --- Environment protocol ----------------------------------------------------------------
@@ -199,10 +200,13 @@ class McpEnvironment:
         unknown = [n for n in spec.hide_tools if n not in names]
         if unknown:
             raise McpServerError(f"hide_tools: the server has no tool {unknown[0]!r} (tools: {', '.join(sorted(names))})")
-        self._tools = [tool_spec(t) for t in info.tools if t.name not in spec.hide_tools]
+        visible = [t for t in info.tools if t.name not in spec.hide_tools]
+        exposed = agent_tool_names([t.name for t in visible])
+        self._to_mcp = {agent: mcp_name for mcp_name, agent in exposed.items()}
+        self._tools = [tool_spec(t, exposed[t.name]) for t in visible]
         self.resource_tool_name = None
         if spec.resource_tool and (info.resources or info.resource_templates):
-            name = "read_resource" if "read_resource" not in names else "mcp_read_resource"
+            name = "read_resource" if "read_resource" not in self._to_mcp else "mcp_read_resource"
             self.resource_tool_name = name
             self._tools.append(self._resource_tool(name, info))
         return Observation(self._intro(info), data=info.summary())
@@ -225,7 +229,7 @@ class McpEnvironment:
                                    data={"code": exc.code, "uri": uri})
             return resource_observation(uri, result, self._media, self.spec.max_output_chars)
         try:
-            result = await session.call_tool(call.name, dict(call.arguments))
+            result = await session.call_tool(self._to_mcp.get(call.name, call.name), dict(call.arguments))
         except MCPError as exc:
             return Observation(f"error: {exc.message}", error=True, data={"code": exc.code, "is_error": True})
         return tool_observation(result, self._media, self.spec.max_output_chars)

@@ -15,7 +15,7 @@ from mcp_types import (
     Tool,
 )
 
-from agentsynth_mcp.convert import MediaStore, result_value, tool_observation, tool_spec
+from agentsynth_mcp.convert import MediaStore, agent_tool_names, result_value, tool_observation, tool_spec
 
 
 def test_all_content_kinds_render_as_text_and_references():
@@ -68,3 +68,11 @@ def test_tool_spec_keeps_the_json_schema():
     assert spec.to_openai()["function"] == {"name": "t", "description": "does t", "parameters": tool.input_schema}
     bare = tool_spec(Tool(name="u", input_schema={"type": "object"}))
     assert bare.parameters == {"type": "object", "properties": {}}
+
+
+def test_agent_tool_names_are_openai_safe_and_unique():
+    names = agent_tool_names(["ok_name", "github.create_issue", "github_create_issue", "x" * 100, "a/b"])
+    assert names["ok_name"] == "ok_name" and names["github_create_issue"] == "github_create_issue"
+    assert names["github.create_issue"] == "github_create_issue_2"
+    assert len(names["x" * 100]) <= 64 and names["a/b"] == "a_b"
+    assert len(set(names.values())) == 5

@@ -37,6 +37,10 @@ async def test_stdio_tools_resources_prompts_and_results(tmp_path, toy):
         assert first.data["prompts"][0]["name"] == "greet"
         assert "read_resource" in tools
 
+        # an MCP name with a dot is offered under an OpenAI-safe name and mapped back
+        assert "notes.count" not in tools and "notes_count" in tools
+        assert (await env.step(ToolCall("notes_count", {}))).error is False
+
         obs = await env.step(ToolCall("echo", {"text": "hi there"}))
         assert (obs.content, obs.error) == ("hi there", False)
 

@@ -89,6 +89,12 @@ def read_note(name: str) -> str:
     return path.read_text(encoding="utf-8")
 
 
+@mcp.tool(name="notes.count")
+def notes_count() -> int:
+    """A tool whose MCP name is not a valid OpenAI function name."""
+    return len(list(Path(".").glob("*.txt")))
+
+
 @mcp.tool()
 def pid() -> int:
     """This server's process id."""
