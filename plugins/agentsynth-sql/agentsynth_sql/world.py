@@ -144,7 +144,10 @@ def _build(key: str, schema_sql: str, base_db: bytes | None, seed_sql: str, fore
         lines = []
         for t in tables:
             info = conn.execute(f"PRAGMA table_info({quote(t)})").fetchall()
-            cols = ", ".join(f"{c[1]} {c[2]}".strip() + (" PK" if c[5] else "") for c in info)
+            refs = {fk[3]: f"{fk[2]}.{fk[4]}" if fk[4] else fk[2]
+                    for fk in conn.execute(f"PRAGMA foreign_key_list({quote(t)})").fetchall()}
+            cols = ", ".join(f"{c[1]} {c[2]}".strip() + (" PK" if c[5] else "")
+                             + (f" -> {refs[c[1]]}" if c[1] in refs else "") for c in info)
             count = conn.execute(f"SELECT count(*) FROM {quote(t)}").fetchone()[0]
             lines.append(f"{t}({cols}) -- {count} rows")
         state = table_state(conn, tables)
