@@ -95,8 +95,8 @@ def main(argv: list[str] | None = None) -> Any:
 
     try:
         return cli.main(args=argv, prog_name="agentsynth", standalone_mode=False)
-    except click.exceptions.Abort:
-        click.echo("aborted", err=True)
+    except (click.exceptions.Abort, KeyboardInterrupt):  # click turns Ctrl-C into Abort
+        click.echo("interrupted: finished episodes are stored; resume with the same --run-dir", err=True)
         sys.exit(130)
     except click.ClickException as exc:
         exc.show()
@@ -105,9 +105,6 @@ def main(argv: list[str] | None = None) -> Any:
         for line in str(exc).splitlines():
             click.echo(f"error: {line}", err=True)
         sys.exit(2)
-    except KeyboardInterrupt:
-        click.echo("interrupted: finished episodes are stored; resume with the same --run-dir", err=True)
-        sys.exit(130)
     except Exception as exc:  # a bug, not bad input: say so, keep the traceback one switch away
         if os.environ.get("AGENTSYNTH_DEBUG"):
             raise

@@ -142,6 +142,7 @@ class Episode:
         self.usage = Usage()
         self.verdicts: list[Verdict] = []
         self.scores: dict[str, float] = {}
+        self.judge_error = ""
         self.worker = SyncWorker()
         self.env: Any = None
         self.stage = "environment"  # who is running now: names the culprit of a timeout
@@ -230,11 +231,24 @@ class Episode:
                 raise StageError("checker", TypeError(f"checker {cspec.type!r} returned {type(verdict).__name__}, not a Verdict"))
             self.verdicts.append(verdict)
         if self.config.judge is not None:
+            await self.judge()
+        return "passed" if all(v.passed for v in self.verdicts) else "failed"
+
+    async def judge(self) -> None:
+        """Score the trajectory. A failing judge is recorded but never overrides the world's verdict
+        (a budget stop still stops the run)."""
+        try:
             judge = self._build("judge", self.config.judge)
             result = await self._stage("judge", judge.score, self.trajectory, self.verdicts)
-            self.scores["judge"] = float(result.score)
-            self.scores.update({f"judge.{k}": float(v) for k, v in (result.dimensions or {}).items()})
-        return "passed" if all(v.passed for v in self.verdicts) else "failed"
+        except StageError as exc:
+            if attribute(exc.kind, exc.original) == "budget":
+                raise
+            self.judge_error = f"{attribute(exc.kind, exc.original)} error: {exc}"
+            return
+        if result.usage is not None:
+            self.usage = self.usage + result.usage
+        self.scores["judge"] = float(result.score)
+        self.scores.update({f"judge.{k}": float(v) for k, v in (result.dimensions or {}).items()})
 
     async def close(self) -> None:
         try:
@@ -256,7 +270,7 @@ class Episode:
         return EpisodeResult(
             task_id=self.task.id, trial=self.trial, seed=self.seed, status=status, trajectory=self.trajectory,
             verdicts=self.verdicts, error=error, error_kind=error_kind, duration_s=duration, usage=self.usage,
-            scores=self.scores, split=self.task.split, tier=self.task.tier,
+            scores=self.scores, split=self.task.split, tier=self.task.tier, judge_error=self.judge_error,
         )
 
 

@@ -168,6 +168,7 @@ class EpisodeResult(msgspec.Struct, omit_defaults=True):
     tier: str = ""
     provenance: dict[str, Any] = msgspec.field(default_factory=dict)
     schema_version: int = SCHEMA_VERSION
+    judge_error: str = ""  # the judge failed; the checkers' verdict (status) still stands
 
     @property
     def passed(self) -> bool:

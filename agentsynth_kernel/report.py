@@ -100,6 +100,7 @@ def summarize_results(
         "errors_by_kind": dict(errors_by_kind),
         "failures_by_kind": attribution(results),
         "infrastructure_failures": infra,
+        "judge_errors": sum(1 for r in results if r.judge_error),
         "pass_rate": _rate(counts["passed"], len(results)),
         "pass_rate_excluding_infra": _rate(counts["passed"], len(results) - infra),
         f"pass_hat_{k}": {"mean": pass_hat / n_tasks if n_tasks else 0.0, **_rate(round(pass_hat), n_tasks)},
@@ -116,6 +117,7 @@ def summarize_results(
                 "error_kind": r.error_kind, "error": r.error, "duration_s": round(r.duration_s, 4),
                 "steps": len(r.trajectory.steps) if r.trajectory else 0,
                 "verdicts": [to_builtins(v) for v in r.verdicts], "scores": r.scores,
+                **({"judge_error": r.judge_error} if r.judge_error else {}),
             }
             for r in results
         ],
@@ -163,6 +165,9 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
             f"pass rate without infrastructure failures {ex['rate']:.1%} ({ex['passed']}/{ex['n']},"
             f" {summary.get('infrastructure_failures', 0)} left out)"
         )
+    if summary.get("judge_errors"):
+        lines.append(f"judge failed on {summary['judge_errors']} episode(s); their checker verdicts stand"
+                     " (see judge_error in the results)")
     cost = (summary.get("usage") or {}).get("cost_usd")
     if cost:
         lines.append(f"cost ${cost:.4f}")

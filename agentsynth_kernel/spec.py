@@ -471,7 +471,11 @@ def resolve_pack(spec: RunSpec, *, base_dir: Path, source: str, host: PluginHost
     if spec.judge is not None:
         problems += check_component("judge", spec.judge, "judge", host)
     for i, exp in enumerate(spec.export):
-        problems += check_component("exporter", exp, f"export[{i}]", host)
+        # `path:` is the engine's (where to write); the rest goes to the exporter's factory
+        if not isinstance(exp.params.get("path"), str) or not exp.params["path"]:
+            problems.append(f"export[{i}].path: missing required key (the file or directory to write)")
+        params = {k: v for k, v in exp.params.items() if k != "path"}
+        problems += check_component("exporter", ComponentSpec(exp.type, params), f"export[{i}]", host)
     if spec.split not in (*SPLITS, "all"):
         problems.append(f"split: expected one of train, test, all, got {spec.split!r}")
     for key, value, low in (("trials", spec.trials, 1), ("concurrency", spec.concurrency, 1), ("max_steps", spec.max_steps, 1)):

@@ -153,3 +153,27 @@ policy: noop
     (result,) = run(spec, pack, host=host).results
     assert result.error_kind == "checker" and "returned bool, not a Verdict" in result.error
     assert Verdict  # the type named in the message
+
+
+def test_failing_judge_leaves_the_world_verdict_standing(write, host, kv_spec):
+    from agentsynth_kernel import JudgeResult, Usage
+
+    class Flaky:
+        def score(self, trajectory, verdicts):
+            if trajectory.task_id == "set-b":
+                raise RuntimeError("judge model said nonsense")
+            return JudgeResult(0.9, {"style": 1.0}, usage=Usage(100, 20, 0.002, 1))
+
+    class Reg:
+        @hookimpl
+        def register_judges(self, register):
+            register("flaky", Flaky)
+
+    host.add_plugin(Reg(), "flaky")
+    spec, pack = load_run_spec(write("spec.yaml", kv_spec.read_text() + "judge: flaky\n"), host=host)
+    results = {r.task_id: r for r in run(spec, pack, host=host).results}
+    assert results["set-b"].status == "passed" and results["set-b"].error_kind == ""
+    assert results["set-b"].judge_error == "judge error: RuntimeError: judge model said nonsense"
+    assert "judge" not in results["set-b"].scores
+    assert results["del-a"].scores == {"judge": 0.9, "judge.style": 1.0}
+    assert results["del-a"].usage.prompt_tokens == 100 and results["del-a"].usage.cost_usd == 0.002

@@ -178,3 +178,23 @@ def test_registered_pack_resolves_by_name(write, host):
 
     host.add_plugin(Shipper(), "shipper")
     assert load_pack("shipped", host=host).tasks[0].id == "t"
+
+
+def test_export_entries_need_a_path(write, host, kv_spec):
+    class Exporters:
+        from agentsynth_kernel import hookimpl
+
+        @hookimpl
+        def register_exporters(self, register):
+            def make(pretty: bool = False):
+                return object()
+
+            register("tiny", make)
+
+    host.add_plugin(Exporters(), "tiny-exporter")
+    text = kv_spec.read_text() + "export:\n  - {type: tiny, pretty: true}\n  - {type: tiny, path: a.jsonl, prety: 1}\n"
+    lines = errors_of(write("spec.yaml", text), host)
+    assert lines == [
+        f"{kv_spec}: export[0].path: missing required key (the file or directory to write)",
+        f"{kv_spec}: export[1].prety: unknown key for exporter 'tiny' (did you mean 'pretty'?)",
+    ]

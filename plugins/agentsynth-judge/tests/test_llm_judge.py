@@ -223,8 +223,11 @@ def test_llm_judge_output_failure_is_a_judge_error_in_the_run(llm_server, tmp_pa
                                    "--json", str(tmp_path / "r.json")])
     assert res.exit_code == 0, res.output
     results, _ = read_run(tmp_path / "run")
-    assert {r.status for r in results} == {"error"} and {r.error_kind for r in results} == {"judge"}
-    assert "no valid reply after 2 attempts" in results[0].error
+    # the judge failed, but the world's verdicts stand; the failure is recorded beside them
+    assert {r.task_id: r.status for r in results} == {"good": "passed", "lazy": "failed"}
+    assert all("judge" not in r.scores for r in results)
+    assert "no valid reply after 2 attempts" in results[0].judge_error
+    assert json.loads((tmp_path / "r.json").read_text())["judge_errors"] == 2
     assert len(llm_server.requests) == 4  # 2 episodes x (1 + max_reasks=1)
 
 
