@@ -60,6 +60,22 @@ def _open_out(path: Path) -> Any:
     return open(path, "wb")
 
 
+DEDUP_KEYS = ("exact", "near", "threshold", "num_perm", "ngram", "scope", "verify", "batch_size")
+DECONTAM_KEYS = ("pack", "ngram", "threshold", "scope")
+
+
+def _check_keys(owner: str, name: str, value: Any, allowed: tuple[str, ...]) -> None:
+    from agentsynth_kernel.errors import did_you_mean
+
+    if value is None or isinstance(value, (bool, str)):
+        return
+    if not isinstance(value, dict):
+        raise AgentsynthError(f"{owner}: {name}: expected true/false, a name or a mapping, got {value!r}")
+    for key in value:
+        if key not in allowed:
+            raise AgentsynthError(f"{owner}: {name}.{key}: unknown key{did_you_mean(str(key), allowed)}")
+
+
 @attrs.define(kw_only=True)
 class BaseExporter:
     """Selection, redaction, dedup and canary handling shared by all formats."""
@@ -83,8 +99,10 @@ class BaseExporter:
         owner = f"exporter {self.format_name!r}"
         check_choice(owner, "filter", self.filter, FILTERS)
         check_choice(owner, "canary", self.canary, CANARY_MODES)
-        if self.min_reward is not None and not isinstance(self.min_reward, (int, float)):
+        if self.min_reward is not None and (isinstance(self.min_reward, bool) or not isinstance(self.min_reward, (int, float))):
             raise AgentsynthError(f"{owner}: min_reward: expected a number, got {self.min_reward!r}")
+        _check_keys(owner, "dedup", self.dedup, DEDUP_KEYS)
+        _check_keys(owner, "decontaminate", self.decontaminate, DECONTAM_KEYS)
 
     # --- pipeline ---------------------------------------------------------------------------------
 
@@ -166,7 +184,10 @@ class BaseExporter:
             raise AgentsynthError(f"exporter {self.format_name!r}: no output path")
         self.stats.clear()
         self.report.clear()
-        written = self.write(self.select(results), Path(target))
+        try:
+            written = self.write(self.select(results), Path(target))
+        except OSError as exc:  # an unwritable path, a full disk
+            raise AgentsynthError(f"{target}: cannot write the {self.format_name} export: {exc.strerror or exc}") from None
         self.stats["written"] = written
         return written
 

@@ -287,11 +287,18 @@ def convert_openai(obj: Any) -> Trajectory:
     if not isinstance(obj, dict):
         raise BadRecord(f"expected a JSON object, got {type(obj).__name__}")
     task_id, meta = _record_meta(obj)
-    request = obj.get("request") if isinstance(obj.get("request"), dict) else obj
+    request = obj
+    for key in ("request", "body"):  # a request/response log, or a Batch API input line
+        if isinstance(obj.get(key), dict) and "messages" in obj[key]:
+            request = obj[key]
     if "messages" not in request:
         raise BadRecord("no 'messages' (expected {messages: [...]} or {request: {messages}, response: {...}})")
+    if obj.get("custom_id"):
+        meta["custom_id"] = obj["custom_id"]
     messages = openai_messages(request["messages"])
     response = obj.get("response")
+    if isinstance(response, dict) and isinstance(response.get("body"), dict):  # Batch API output line
+        response = response["body"]
     if isinstance(response, dict):
         choices = response.get("choices") or []
         if choices and isinstance(choices[0], dict) and isinstance(choices[0].get("message"), dict):

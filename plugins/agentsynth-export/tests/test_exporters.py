@@ -66,6 +66,16 @@ def test_bad_parameters_are_clean_errors(tmp_path, results):
         OpenAIExporter(canary="sometimes")
     with pytest.raises(AgentsynthError, match="is a directory"):
         JsonlExporter().export(results, tmp_path)
+    with pytest.raises(AgentsynthError, match=r"dedup\.thresh: unknown key \(did you mean 'threshold'\?\)"):
+        OpenAIExporter(dedup={"thresh": 0.9})
+    with pytest.raises(AgentsynthError, match=r"decontaminate\.packs: unknown key \(did you mean 'pack'\?\)"):
+        OpenAIExporter(decontaminate={"packs": "core"})
+    with pytest.raises(AgentsynthError, match="min_reward: expected a number"):
+        OpenAIExporter(min_reward="high")
+    (tmp_path / "afile").write_text("x")
+    for exporter in (JsonlExporter(), ParquetExporter()):
+        with pytest.raises(AgentsynthError, match=r"afile/out: cannot write the (jsonl|parquet) export"):
+            exporter.export(results, tmp_path / "afile" / "out")
 
 
 # --- openai --------------------------------------------------------------------------------------------

@@ -75,6 +75,18 @@ def test_openai_parallel_tool_calls_and_results_matched_by_id(tmp_path):
     assert r.metadata["import"]["tool_calls_without_result"] == 1
 
 
+def test_openai_batch_api_lines(tmp_path):
+    batch_in = {"custom_id": "req-1", "method": "POST", "url": "/v1/chat/completions",
+                "body": {"model": "gpt-4o", "messages": [{"role": "user", "content": "Say hi"}]}}
+    batch_out = {"custom_id": "req-2", "response": {"status_code": 200, "body": {
+        "model": "gpt-4o", "choices": [{"message": {"role": "assistant", "content": "hi"}}]}},
+        "request": {"messages": [{"role": "user", "content": "Say hi"}]}}
+    trajs = list(OpenAIImporter().read(write_jsonl(tmp_path / "batch.jsonl", [batch_in, batch_out])))
+    assert [t.metadata["import"]["custom_id"] for t in trajs] == ["req-1", "req-2"]
+    assert trajs[0].instruction == "Say hi" and trajs[0].steps == []
+    assert trajs[1].final_answer == "hi" and trajs[1].task_id == trajs[0].task_id  # same prompt, same task
+
+
 def test_malformed_lines_are_named_and_skipped_or_stop(tmp_path):
     bad = {"messages": "not a list"}
     path = write_jsonl(tmp_path / "chat.jsonl", [OPENAI_CONV, bad, OPENAI_CONV], raw_lines={1: "{not json"})
