@@ -27,18 +27,25 @@ def _parse_param(text: str) -> tuple[str, Any]:
         raise SpecError("-p", [f"{key}: invalid YAML value: {exc}"]) from None
 
 
-def _source(ref: str) -> tuple[Any, Any, Path]:
-    """(pack, run spec or None, base dir): SOURCE is a pack (name, directory, pack.yaml) or a run spec."""
-    from agentsynth_kernel.spec import load_pack, load_run_spec, read_yaml
+def _source(ref: str) -> tuple[Any, Any, Path, Any]:
+    """(pack, run spec or None, base dir, the spec's ``generate:`` or None): SOURCE is a pack (name,
+    directory, pack.yaml) or a run spec. A run spec may carry ``generate: {type: NAME, ...}``; it is
+    taken out here (the kernel's run spec schema has no such key yet)."""
+    from agentsynth_kernel.plugins import get_host
+    from agentsynth_kernel.spec import RunSpec, load_pack, read_yaml, resolve_pack, structure
 
     path = Path(ref)
     if path.is_file() and path.suffix in (".yaml", ".yml") and path.name != "pack.yaml":
         data = read_yaml(path)
-        if isinstance(data, dict) and "policy" in data:
-            spec, pack = load_run_spec(path)
-            return pack, spec, path.parent.resolve()
+        if isinstance(data, dict) and ("policy" in data or "generate" in data):
+            data = dict(data)
+            generate = data.pop("generate", None)
+            data.setdefault("policy", "noop")
+            spec = structure(data, RunSpec, source=str(path))
+            pack = resolve_pack(spec, base_dir=path.parent, source=str(path), host=get_host())
+            return pack, spec, path.parent.resolve(), generate
     pack = load_pack(ref)
-    return pack, None, Path.cwd()
+    return pack, None, Path.cwd(), None
 
 
 def explain(name: str) -> str:
@@ -67,8 +74,8 @@ def explain(name: str) -> str:
 
 @click.command("synth")
 @click.argument("source", metavar="PACK|RUN_SPEC", required=False)
-@click.option("-g", "--generator", "name", required=True, type=click.Choice(GENERATOR_NAMES),
-              help="Which generator to run.")
+@click.option("-g", "--generator", "name", type=click.Choice(GENERATOR_NAMES),
+              help="Which generator to run (default: the run spec's 'generate: {type: ...}').")
 @click.option("--explain", "explain_", is_flag=True, help="Describe the generator and its parameters, then exit.")
 @click.option("--config", "config", type=click.Path(path_type=Path, dir_okay=False),
               help="YAML with the generator's parameters ({type: NAME, ...} or a 'generator:' mapping).")
@@ -92,7 +99,7 @@ def explain(name: str) -> str:
 @click.option("--json", "json_path", metavar="PATH", help="Write the report as JSON ('-' for stdout).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress and no summary.")
 @click.pass_context
-def synth(ctx: click.Context, source: str | None, name: str, explain_: bool, config: Path | None, params: tuple[str, ...],
+def synth(ctx: click.Context, source: str | None, name: str | None, explain_: bool, config: Path | None, params: tuple[str, ...],
           out: Path | None, run_dir: Path | None, seed: int | None, concurrency: int, limit: int | None,
           budget_usd: float | None, budget_tokens: int | None, no_cache: bool, max_steps: int | None,
           timeout: float | None, validate: bool | None, json_path: str | None, quiet: bool) -> None:
@@ -112,13 +119,31 @@ def synth(ctx: click.Context, source: str | None, name: str, explain_: bool, con
     from .core import SynthContext, synthesize
 
     if explain_:
+        if name is None:
+            raise click.UsageError("--explain needs -g NAME")
         click.echo(explain(name))
         return
     if source is None:
         raise click.UsageError("missing argument PACK|RUN_SPEC")
-    pack, run_spec, base_dir = _source(source)
+    pack, run_spec, base_dir, generate = _source(source)
     data: dict[str, Any] = {}
     where = "-p"
+    if generate is not None:
+        if isinstance(generate, str):
+            generate = {"type": generate}
+        if not isinstance(generate, dict) or not isinstance(generate.get("type"), str):
+            raise SpecError(source, ["generate: expected a mapping with 'type:' (a generator name)"])
+        if name is not None and generate["type"] != name:
+            raise SpecError(source, [f"generate.type: the spec configures {generate['type']!r}, not {name!r}"])
+        name = generate["type"]
+        if name not in GENERATOR_NAMES:
+            from agentsynth_kernel.errors import did_you_mean
+
+            raise SpecError(source, [f"generate.type: no generator {name!r}{did_you_mean(name, GENERATOR_NAMES)}"])
+        data = {k: v for k, v in generate.items() if k != "type"}
+        where = f"{source} (generate:)"
+    if name is None:
+        raise click.UsageError("give -g NAME (or a run spec with 'generate: {type: NAME, ...}')")
     if config is not None:
         where = str(config)
         raw = read_yaml(config)
@@ -128,12 +153,12 @@ def synth(ctx: click.Context, source: str | None, name: str, explain_: bool, con
             raise SpecError(str(config), ["expected a mapping of generator parameters"])
         if raw.get("type", name) != name:
             raise SpecError(str(config), [f"type: this file configures {raw['type']!r}, not {name!r}"])
-        data = {k: v for k, v in raw.items() if k != "type"}
+        data = {**data, **{k: v for k, v in raw.items() if k != "type"}}
         base_dir = config.parent.resolve()
     for text in params:
         key, value = _parse_param(text)
         data[key] = value
-    if run_spec is not None:  # the run spec's policy is the default teacher / strong solver
+    if run_spec is not None and run_spec.policy.type != "noop":  # the spec's policy: default teacher / strong solver
         default = run_spec.policy.to_dict()
         if name == "forward":
             data.setdefault("teachers", [default])

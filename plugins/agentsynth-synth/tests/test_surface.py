@@ -144,3 +144,22 @@ def test_a_run_directory_continues_only_its_own_generation(llm, pack_dir, tmp_pa
     (tmp_path / "junk" / "notes.txt").write_text("x")
     with pytest.raises(AgentsynthError, match="not an agentsynth run directory"):
         run_generator("forward", pack_dir, params, run_dir=tmp_path / "junk", cache=False)
+
+
+def test_run_spec_with_a_generate_section(llm, pack_dir, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    spec = {"pack": str(pack_dir), "seed": 2,
+            "generate": {"type": "forward", "teachers": [policy(llm, "good"), policy(llm, "bad")]}}
+    (tmp_path / "gen.yaml").write_text(yaml.safe_dump(spec))
+    code = cli("synth", "gen.yaml", "-o", "out.jsonl", "--run-dir", "rd", "--json", "-", "--no-cache")
+    data = json.loads(capsys.readouterr().out)
+    assert code == 0 and data["generator"] == "forward" and data["accepted"] == 2
+    assert data["rejected"] == {"failed_checkers": 2}
+    spec["generate"] = {"type": "fowrard"}
+    (tmp_path / "bad.yaml").write_text(yaml.safe_dump(spec))
+    assert cli("synth", "bad.yaml") == 2
+    assert "generate.type: no generator 'fowrard' (did you mean 'forward'?)" in capsys.readouterr().err
+    spec["generate"] = {"type": "forward", "teachers": [{"type": "llm"}]}
+    (tmp_path / "bad2.yaml").write_text(yaml.safe_dump(spec))
+    assert cli("synth", "bad2.yaml") == 2
+    assert "generator.teachers[0].model: missing required key for policy 'llm'" in capsys.readouterr().err
