@@ -4,8 +4,10 @@ OpenAI-compatible server with 50 ms latency, at concurrency 16 and 64.
 Compared in the same run: agentsynth's fast path (``LLMClient``, OpenAI-compatible transport,
 no cache), the same with a token budget (reserve/settle on every request), a raw aiohttp loop
 (what the machine and server allow: the ceiling) and plain ``litellm.acompletion`` (the
-baseline). Fast clients: median of 3 runs of concurrency x 40 requests; litellm: one run of
-concurrency x 10 (it is slow). The server runs in its own process
+baseline). Fast clients: 5 runs each of concurrency x 40 requests, interleaved (A B C A B C ...)
+so load from other processes hits them alike; the median and the best run are reported. litellm:
+one run of concurrency x 10 (it is slow). The raw aiohttp loop shows what this machine and server
+allow at the moment: on a shared, loaded machine, compare the fast path with it. The server runs in its own process
 (``python -m agentsynth_kernel.testing``), so only the client's CPU is counted.
 Ideal throughput = concurrency / latency. Targets: <= 0.5 ms CPU/request, >= 75 % of ideal at 64.
 
@@ -27,7 +29,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 LATENCY = 0.05
 WAVES = int(os.environ.get("BENCH_LLM_WAVES", "40"))  # requests per run = concurrency * WAVES
-REPEATS = int(os.environ.get("BENCH_LLM_REPEATS", "3"))  # fast clients: median of REPEATS runs
+REPEATS = int(os.environ.get("BENCH_LLM_REPEATS", "5"))  # fast clients: runs each, interleaved
 MESSAGES = [{"role": "system", "content": "You are terse."}, {"role": "user", "content": "Say done."}]
 
 
@@ -69,26 +71,40 @@ async def drive(call, concurrency: int, total: int) -> tuple[float, float]:
     return time.perf_counter() - wall0, time.process_time() - cpu0
 
 
-async def measure(name: str, make_call, concurrency: int, waves: int = WAVES, repeats: int = REPEATS) -> dict[str, float]:
-    call, close = await make_call(concurrency)
-    await drive(call, concurrency, concurrency * 2)  # warm-up: connections, imports
+async def measure_group(clients: list[tuple[str, object]], concurrency: int, waves: int = WAVES,
+                        repeats: int = REPEATS) -> list[dict[str, float]]:
+    """Measure several clients at one concurrency, interleaved run by run (A B C A B C ...), so a burst
+    of load from other processes on this shared machine hits them all alike. Reports the median
+    run and the best run of each."""
+    ready = []
+    for name, make_call in clients:
+        call, close = await make_call(concurrency)
+        await drive(call, concurrency, concurrency * 2)  # warm-up: connections, imports
+        ready.append((name, call, close, []))
     total = concurrency * waves
-    server0 = server_cpu()
-    runs = sorted([await drive(call, concurrency, total) for _ in range(repeats)])
-    server_ms = 1000 * (server_cpu() - server0) / (total * repeats)
-    await close()  # the next client starts from no open connections
-    wall = runs[len(runs) // 2][0]
-    cpu = sorted(c for _, c in runs)[len(runs) // 2]
-    rate = total / wall
+    for _ in range(repeats):
+        for _name, call, _close, runs in ready:
+            server0 = server_cpu()
+            wall, cpu = await drive(call, concurrency, total)
+            runs.append((wall, cpu, server_cpu() - server0))
+    rows = []
     ideal = concurrency / LATENCY
-    row = {
-        "client": name, "concurrency": concurrency, "requests": total, "wall_s": round(wall, 3),
-        "requests_per_s": round(rate, 1), "ideal_per_s": round(ideal, 1), "pct_of_ideal": round(100 * rate / ideal, 1),
-        "cpu_ms_per_request": round(1000 * cpu / total, 3),
-        "server_cpu_ms_per_request": round(server_ms, 3),
-    }
-    print(json.dumps(row), flush=True)
-    return row
+    for name, _call, close, runs in ready:
+        await close()
+        walls = sorted(r[0] for r in runs)
+        cpus = sorted(r[1] for r in runs)
+        median_wall, best_wall = walls[len(walls) // 2], walls[0]
+        row = {
+            "client": name, "concurrency": concurrency, "requests_per_run": total, "runs": len(runs),
+            "requests_per_s": round(total / median_wall, 1), "ideal_per_s": round(ideal, 1),
+            "pct_of_ideal": round(100 * total / median_wall / ideal, 1),
+            "pct_of_ideal_best_run": round(100 * total / best_wall / ideal, 1),
+            "cpu_ms_per_request": round(1000 * cpus[len(cpus) // 2] / total, 3),
+            "server_cpu_ms_per_request": round(1000 * sum(r[2] for r in runs) / (total * len(runs)), 3),
+        }
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+    return rows
 
 
 def main() -> None:
@@ -138,10 +154,12 @@ def main() -> None:
 
         async def run_all() -> None:
             for concurrency in (16, 64):
-                rows.append(await measure("agentsynth-fast-path", fast, concurrency))
-                rows.append(await measure("agentsynth-fast-path+budget", fast_budget, concurrency))
-                rows.append(await measure("raw-aiohttp-loop (ceiling)", raw_aiohttp, concurrency))
-                rows.append(await measure("litellm.acompletion", plain_litellm, concurrency, waves=10, repeats=1))
+                rows.extend(await measure_group([
+                    ("agentsynth-fast-path", fast), ("agentsynth-fast-path+budget", fast_budget),
+                    ("raw-aiohttp-loop (ceiling)", raw_aiohttp),
+                ], concurrency))
+                rows.extend(await measure_group([("litellm.acompletion", plain_litellm)], concurrency, waves=10,
+                                                repeats=1))
 
         asyncio.run(run_all())
     finally:
@@ -158,9 +176,11 @@ def main() -> None:
         "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform()},
         "rows": rows,
         "targets": {"cpu_ms_per_request_max": 0.5, "pct_of_ideal_at_64_min": 75.0},
-        "fast_path_meets_targets": all(
-            r["cpu_ms_per_request"] <= 0.5 for r in rows if r["client"] == "agentsynth-fast-path"
-        ) and fast64["pct_of_ideal"] >= 75.0,
+        "fast_path_meets_cpu_target": all(
+            r["cpu_ms_per_request"] <= 0.5 for r in rows if r["client"] == "agentsynth-fast-path"),
+        "fast_path_meets_throughput_target_median": fast64["pct_of_ideal"] >= 75.0,
+        "fast_path_meets_throughput_target_best_run": fast64["pct_of_ideal_best_run"] >= 75.0,
+        "load_average_at_end": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
         "fast_path_pct_of_raw_aiohttp_at_64": round(
             100 * fast64["requests_per_s"] / pick("raw-aiohttp-loop (ceiling)", 64)["requests_per_s"], 1),
         "speedup_vs_litellm_at_64": round(fast64["requests_per_s"] / lite64["requests_per_s"], 2),
