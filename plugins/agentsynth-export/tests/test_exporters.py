@@ -120,6 +120,14 @@ def test_openai_shape_is_strict_and_only_passed_by_default(results, tmp_path):
     first = rows[0]["messages"]
     assert [m["role"] for m in first] == ["system", "user", "assistant", "tool", "tool", "assistant", "tool", "assistant"]
     assert len(first[2]["tool_calls"]) == 2  # the parallel calls of turn 0 are one assistant message
+    # what TRL does with it first: datasets infers one Arrow schema for all lines
+    import datasets
+
+    ds = datasets.load_dataset("json", data_files=str(out), split="train", cache_dir=str(tmp_path / "cache"))
+    assert ds.column_names[:2] == ["messages", "tools"] and len(ds) == 3
+    call = ds[0]["messages"][2]["tool_calls"][1]
+    assert call["function"] == {"name": "get", "arguments": '{"key": "b"}'} and call["type"] == "function"
+    assert ds[0]["tools"][0]["function"]["parameters"]["required"] == ["key"]
 
 
 def test_openai_round_trips_through_the_openai_importer(results, tmp_path):
