@@ -11,8 +11,7 @@ import sys
 from pathlib import Path
 
 import yaml
-
-from conftest import TOY, wait_dead
+from mcp_helpers import TOY, wait_dead
 
 AGENTSYNTH = shutil.which("agentsynth", path=str(Path(sys.executable).parent)) or "agentsynth"
 ENV = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}

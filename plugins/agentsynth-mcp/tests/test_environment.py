@@ -8,10 +8,10 @@ import time
 from pathlib import Path
 
 import pytest
+from mcp_helpers import process_alive, wait_dead
 
 from agentsynth_kernel import ToolCall
 from agentsynth_mcp import McpEnvironment, McpServerError, McpSpec
-from conftest import process_alive, wait_dead
 
 
 def make_env(tmp_path: Path, toy: Path, *extra: str, **params) -> McpEnvironment:
