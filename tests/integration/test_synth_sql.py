@@ -113,8 +113,14 @@ def evolver(request):
                    {"answer": "Done."}]}))
 
 
+def judge(request):
+    names = list(request["response_format"]["json_schema"]["schema"]["properties"]["dimensions"]["properties"])
+    return reply(json.dumps({"dimensions": {n: {"score": 8, "rationale": "step 1 does it"} for n in names},
+                             "rationale": "correct and short"}))
+
+
 ROUTES = {"explorer": explorer, "writer": writer, "good": teacher(True), "bad": teacher(False),
-          "challenger": challenger, "evolver": evolver, "strong": strong, "weak": lambda r: reply("Done, the price is updated.")}
+          "challenger": challenger, "evolver": evolver, "judge": judge, "strong": strong, "weak": lambda r: reply("Done, the price is updated.")}
 
 
 @pytest.fixture
@@ -205,3 +211,15 @@ def test_evolve_and_from_failures_on_sql(server, tmp_path):
                                                      "run": str(tmp_path / "bench"), "rounds": 1}, cache=False)
     assert report.planned == 2 and [r.task_id for r in report.accepted] == ["ev-set-price-0"]
     assert report.accepted[0].trajectory.metadata["synth"]["gap"] == "no_call"
+
+
+def test_forward_with_the_llm_judge_counts_its_requests(server):
+    pytest.importorskip("agentsynth_judge")
+    report = run_generator("forward", "core", {
+        "teachers": [llm(server, "good"), llm(server, "bad")], "only": ["update-email"],
+        "judge": {"type": "llm", "model": "openai/judge", "api_base": server.base_url}, "min_judge": 0.5},
+        cache=False)
+    assert len(report.accepted) == 1 and report.rejected == {"failed_checkers": 1}
+    assert report.accepted[0].scores["judge"] == pytest.approx(0.8)
+    # 2 teacher turns each + 1 judge request each
+    assert report.requests == 6 and report.requests_per_accepted == 6

@@ -229,7 +229,7 @@ class SynthContext:
         config = EpisodeConfig(policy, task.max_steps or self.max_steps, self.timeout, judge)
         result = await run_episode(self.host, pack or self.pack, task, trial, seed, config, self.run)
         if meter is not None:
-            meter.add(result.usage)
+            meter.add(result.usage)  # the policy's turns and the judge's requests
         if result.error_kind == "budget":
             raise BudgetExceeded(result.error)
         if result.error_kind == "provider":
