@@ -23,7 +23,9 @@ from .world import (
     Sandbox,
     Snapshot,
     diff_states,
+    keyed,
     open_copy,
+    scan,
     snapshot_for,
     split_statements,
     table_columns,
@@ -258,9 +260,11 @@ class SqlEnvironment:
                 self._changes = []
             elif schema_version == self._start_marks[1] and not snap.has_triggers:
                 # Same tables and columns: only the tables the agent wrote (and their FK dependents) can differ.
-                tables = sorted(snap.affected(self.sandbox.written) & set(snap.tables))
-                end = table_state(self.conn, tables)
-                start = {t: snap.state[t] for t in tables}
+                start, end = {}, {}
+                for table in sorted(snap.affected(self.sandbox.written) & set(snap.tables)):
+                    rows, pk = scan(self.conn, table)
+                    if rows != snap.scans[table]:  # one C-level comparison for an untouched table
+                        start[table], end[table] = snap.state[table], keyed(rows, pk)
                 self._changes = diff_states(start, end, snap.columns, snap.columns)
             else:
                 end = table_state(self.conn)

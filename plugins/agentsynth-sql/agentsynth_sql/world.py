@@ -39,11 +39,12 @@ class Snapshot:
     dependents: dict[str, frozenset[str]] = attrs.field(factory=dict)  # table -> tables with an FK to it
     has_triggers: bool = False
     schema_version: int = 0
+    scans: dict[str, list[tuple[Any, ...]]] = attrs.field(factory=dict, eq=False)  # table -> start scan()
     start_keys: dict[tuple[str, str], set[Any]] = attrs.field(factory=dict, eq=False)  # (table, where) -> keys
 
     def affected(self, written: set[str]) -> set[str]:
         """Tables a write to ``written`` may have changed: those, plus every table whose foreign
-        keys point at them (ON DELETE/UPDATE actions), transitively."""
+        keys with ON DELETE/UPDATE actions point at them, transitively."""
         out, todo = set(), list(written)
         while todo:
             table = todo.pop()
@@ -154,11 +155,13 @@ def _build(key: str, schema_sql: str, base_db: bytes | None, seed_sql: str, fore
         dependents: dict[str, set[str]] = {}
         for t in tables:
             for fk in conn.execute(f"PRAGMA foreign_key_list({quote(t)})").fetchall():
-                dependents.setdefault(fk[2], set()).add(t)
+                if {fk[5], fk[6]} - {"NO ACTION", "RESTRICT"}:  # CASCADE / SET NULL / SET DEFAULT
+                    dependents.setdefault(fk[2], set()).add(t)
+        scans = {t: scan(conn, t)[0] for t in tables}
         triggers = conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'trigger'").fetchone()[0]
         version = conn.execute("PRAGMA schema_version").fetchone()[0]
         return Snapshot(key, conn.serialize(), tuple(tables), "\n".join(lines), state, columns,
-                        {k: frozenset(v) for k, v in dependents.items()}, bool(triggers), version)
+                        {k: frozenset(v) for k, v in dependents.items()}, bool(triggers), version, scans)
     finally:
         conn.close()
 
@@ -209,13 +212,25 @@ def table_columns(conn: sqlite3.Connection, table: str) -> tuple[str, ...]:
     return tuple(r[1] for r in conn.execute(f"PRAGMA table_info({quote(table)})").fetchall())
 
 
-def _rows(conn: sqlite3.Connection, table: str) -> dict[Any, tuple[Any, ...]]:
+def scan(conn: sqlite3.Connection, table: str) -> tuple[list[tuple[Any, ...]], list[int] | None]:
+    """All rows of a table in storage order: ``(rowid, *cols)`` rows and None, or, for a WITHOUT ROWID
+    table, ``(*cols)`` rows and the primary-key column indexes. Same content -> same list."""
     try:
-        return {r[0]: r[1:] for r in conn.execute(f"SELECT rowid, * FROM {quote(table)}")}
+        return conn.execute(f"SELECT rowid, * FROM {quote(table)}").fetchall(), None
     except sqlite3.OperationalError:  # WITHOUT ROWID: key by the primary key
         info = conn.execute(f"PRAGMA table_info({quote(table)})").fetchall()
         pk = [i for i, c in enumerate(info) if c[5]] or list(range(len(info)))
-        return {tuple(r[i] for i in pk): tuple(r) for r in conn.execute(f"SELECT * FROM {quote(table)}")}
+        return conn.execute(f"SELECT * FROM {quote(table)}").fetchall(), pk
+
+
+def keyed(rows: list[tuple[Any, ...]], pk: list[int] | None) -> dict[Any, tuple[Any, ...]]:
+    if pk is None:
+        return {r[0]: r[1:] for r in rows}
+    return {tuple(r[i] for i in pk): tuple(r) for r in rows}
+
+
+def _rows(conn: sqlite3.Connection, table: str) -> dict[Any, tuple[Any, ...]]:
+    return keyed(*scan(conn, table))
 
 
 def table_state(conn: sqlite3.Connection, tables: Iterable[str] | None = None) -> dict[str, dict[Any, tuple[Any, ...]]]:

@@ -152,3 +152,33 @@ def test_bad_allowed_changes_fail_at_reset_with_the_path(files, allowed, message
     with pytest.raises(ValueError) as exc:
         make_env(files, allowed_changes=allowed)
     assert str(exc.value) == message
+
+
+def test_cascades_and_triggers_are_seen_by_the_collateral_check(files):
+    schema = """
+    CREATE TABLE parent (id INTEGER PRIMARY KEY);
+    CREATE TABLE child (id INTEGER PRIMARY KEY, parent_id INTEGER REFERENCES parent(id) ON DELETE CASCADE);
+    CREATE TABLE other (id INTEGER PRIMARY KEY, parent_id INTEGER REFERENCES parent(id));
+    """
+    seed = "INSERT INTO parent VALUES (1), (2); INSERT INTO child VALUES (10, 1), (11, 2);"
+    env = make_env(files, schema=schema, seed=seed, allowed_changes={"parent": {"delete": True}})
+    assert not x(env, "DELETE FROM parent WHERE id = 1").error
+    verdict = check(NoCollateral(), env)
+    assert not verdict.passed and "delete child row 10: id=10, parent_id=1" in verdict.detail
+    assert "parent row" not in verdict.detail  # the allowed delete is not listed
+
+    audit = schema + """
+    CREATE TABLE log (msg TEXT);
+    CREATE TRIGGER t AFTER INSERT ON parent BEGIN INSERT INTO log VALUES ('changed ' || new.id); END;
+    """
+    env = make_env(files, schema=audit, seed=seed, allowed_changes={"parent": {"insert": True}})
+    assert not x(env, "INSERT INTO parent VALUES (3)").error
+    verdict = check(NoCollateral(), env)
+    assert not verdict.passed and "insert log row 3: msg='changed 3'" in verdict.detail
+
+
+def test_a_table_written_back_to_its_start_state_is_no_change(files):
+    env = make_env(files)
+    x(env, "UPDATE accounts SET balance = balance + 5 WHERE id = 1; UPDATE accounts SET balance = balance - 5 WHERE id = 1")
+    verdict = check(NoCollateral(), env)
+    assert verdict.passed and "the world is unchanged" in verdict.detail
