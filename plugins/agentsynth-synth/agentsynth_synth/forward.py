@@ -5,7 +5,8 @@ For each task (one item), every teacher plays ``rollouts`` episodes. A rollout i
 1. the task's world-state checkers pass (``failed_checkers`` / ``error`` otherwise);
 2. its end state agrees with the majority of passing rollouts (``no_consensus``), compared by a
    fingerprint of the world (see :class:`~agentsynth_synth.checkers.Fingerprint`);
-3. its judge score, when a ``judge`` is given, is at least ``min_judge`` (``judge_below_threshold``);
+3. its judge score, when a ``judge`` is given, is at least ``min_judge`` (``judge_below_threshold``;
+   ``judge_error`` when the judge failed on it);
 4. ``select: best`` keeps only the best rollout per task (judge score, then fewest steps;
    ``not_selected`` for the others); ``select: all`` keeps every rollout that got this far.
 
@@ -116,6 +117,10 @@ class Forward:
                 outcome.reject("no_consensus", f"end state {fp} differs from the majority {majority}", **label)
                 continue
             score = res.scores.get("judge")
+            judge_error = getattr(res, "judge_error", "")
+            if judge is not None and judge_error:
+                outcome.reject("judge_error", judge_error, **label)
+                continue
             if judge is not None and (score is None or score < s.min_judge):
                 outcome.reject("judge_below_threshold", f"judge score {score} < {s.min_judge}", **label)
                 continue

@@ -79,6 +79,9 @@ class StepsJudge:
     def score(self, trajectory: Trajectory, verdicts: list[Verdict]) -> Any:
         from agentsynth_kernel import JudgeResult
 
+        if "'size'" in trajectory.instruction:
+            raise RuntimeError("the judge cannot read this one")
+
         return JudgeResult(score=1.0 / max(1, len(trajectory.steps)), rationale="fewer steps is better")
 
 

@@ -102,3 +102,12 @@ def test_judge_threshold_and_best_by_judge_score(llm, pack_dir):
     report = run_generator("forward", pack_dir, {**params, "min_judge": 0.0, "select": "best"}, cache=False)
     assert report.rejected == {"not_selected": 1}
     assert report.accepted[0].trajectory.metadata["llm"]["model"] == "openai/good"
+
+
+def test_a_failing_judge_rejects_the_rollout_with_its_reason(llm, pack_dir):
+    params = {"teachers": [policy(llm, "good")], "judge": {"type": "steps"}}
+    report = run_generator("forward", pack_dir, params, cache=False)
+    assert [r.task_id for r in report.accepted] == ["set-color"]
+    assert report.rejected == {"judge_error": 1}
+    detail = next(e for e in report.per_item if e["rejected"])["rejected"][0]["detail"]
+    assert "the judge cannot read this one" in detail
