@@ -57,7 +57,9 @@ import math
 import os
 import random
 import re
+import threading
 import time
+import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -375,8 +377,8 @@ class BudgetLedger:
         self.reserved_usd, self.reserved_tokens = 0.0, 0
         self.in_flight = 0
         self.overruns = 0  # settlements that cost more than reserved (should stay 0)
-        self._changed: asyncio.Event | None = None
-        self._waiters = 0
+        self._lock = threading.Lock()  # a client may serve several event loops (threads)
+        self._changed: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Event] = weakref.WeakKeyDictionary()
 
     @property
     def limited(self) -> bool:
@@ -413,49 +415,64 @@ class BudgetLedger:
                 "or use a token budget"
             )
         need = min(max_completion, min_completion)
+        loop = asyncio.get_running_loop()
         while True:
-            alone = self._fit(prompt_tokens, price, self.spent_usd, self.spent_tokens)
-            if alone < need:
-                raise BudgetExceeded(
-                    f"budget reached: {self.describe()}; a request to {model or 'the model'} needs up to "
-                    f"{prompt_tokens} prompt + {need} completion tokens"
-                )
-            now = self._fit(prompt_tokens, price, self.spent_usd + self.reserved_usd,
-                            self.spent_tokens + self.reserved_tokens)
-            want = min(max_completion, alone)
-            if now >= want:
-                allowance = int(want)
-                usd = prompt_tokens * price[0] + allowance * price[1] if price is not None else 0.0
-                res = Reservation(prompt_tokens + allowance, usd, allowance)
-                self.reserved_tokens += res.tokens
-                self.reserved_usd += res.usd
-                self.in_flight += 1
-                return res
-            if self._changed is None:
-                self._changed = asyncio.Event()
-            self._changed.clear()
-            await self._changed.wait()
+            with self._lock:
+                alone = self._fit(prompt_tokens, price, self.spent_usd, self.spent_tokens)
+                if alone < need:
+                    raise BudgetExceeded(
+                        f"budget reached: {self.describe()}; a request to {model or 'the model'} needs up to "
+                        f"{prompt_tokens} prompt + {need} completion tokens"
+                    )
+                now = self._fit(prompt_tokens, price, self.spent_usd + self.reserved_usd,
+                                self.spent_tokens + self.reserved_tokens)
+                want = min(max_completion, alone)
+                if now >= want:
+                    allowance = int(want)
+                    usd = prompt_tokens * price[0] + allowance * price[1] if price is not None else 0.0
+                    res = Reservation(prompt_tokens + allowance, usd, allowance)
+                    self.reserved_tokens += res.tokens
+                    self.reserved_usd += res.usd
+                    self.in_flight += 1
+                    return res
+                changed = self._changed.get(loop)
+                if changed is None:
+                    changed = self._changed[loop] = asyncio.Event()
+                changed.clear()
+            await changed.wait()
 
     def settle(self, res: Reservation, tokens: int, usd: float | None) -> None:
         """Replace a reservation by the real spend (``usd=None``: unknown, charge the reservation)."""
-        self.in_flight -= 1
-        self.reserved_tokens -= res.tokens
-        self.reserved_usd -= res.usd
-        if self.reserved_usd < 1e-12:
-            self.reserved_usd = max(0.0, self.reserved_usd)
-        self.spent_tokens += tokens
-        self.spent_usd += res.usd if usd is None else usd
-        if self.limited and res.completion_allowance is not None and (
-            tokens > res.tokens or (usd is not None and usd > res.usd + 1e-12)
-        ):
-            self.overruns += 1
-        if self._changed is not None:
-            self._changed.set()
+        with self._lock:
+            self.in_flight -= 1
+            self.reserved_tokens -= res.tokens
+            self.reserved_usd -= res.usd
+            if self.reserved_usd < 1e-12:
+                self.reserved_usd = max(0.0, self.reserved_usd)
+            self.spent_tokens += tokens
+            self.spent_usd += res.usd if usd is None else usd
+            if self.limited and res.completion_allowance is not None and (
+                tokens > res.tokens or (usd is not None and usd > res.usd + 1e-12)
+            ):
+                self.overruns += 1
+            waiting = list(self._changed.items())
+        if not waiting:
+            return
+        try:
+            current: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            current = None
+        for loop, event in waiting:
+            if loop is current:
+                event.set()
+            elif not loop.is_closed():
+                loop.call_soon_threadsafe(event.set)
 
     def charge(self, tokens: int = 0, usd: float = 0.0) -> None:
         """Count spend made elsewhere (e.g. by an earlier, resumed part of the run)."""
-        self.spent_tokens += tokens
-        self.spent_usd += usd
+        with self._lock:
+            self.spent_tokens += tokens
+            self.spent_usd += usd
 
 
 # --- cache ----------------------------------------------------------------------------------------
@@ -825,6 +842,13 @@ class _RateLimiter:
 
 # --- the client -----------------------------------------------------------------------------------
 
+@attrs.define
+class _LoopState:
+    sem: asyncio.Semaphore
+    limiter: _RateLimiter | None
+    fast: _FastTransport | None = None
+
+
 _OPTIONAL_PARAMS = ("temperature", "top_p", "stop", "seed", "tool_choice", "parallel_tool_calls", "response_format",
                     "presence_penalty", "frequency_penalty", "n", "user", "reasoning_effort")
 
@@ -908,10 +932,10 @@ class LLMClient:
         self.prompt_bytes_per_token = prompt_bytes_per_token
         self.http_backend = http_backend or os.environ.get("AGENTSYNTH_LLM_HTTP", "auto")
         self.stats = LLMStats()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._sem: asyncio.Semaphore | None = None
-        self._limiter: _RateLimiter | None = None
-        self._fast: _FastTransport | None = None
+        # connection pools, the concurrency semaphore and the rate limiter belong to one event loop;
+        # a client used from several loops (asyncio.run twice, a sync judge on a worker thread) has one
+        # set per loop, while the budget, cache and stats stay shared
+        self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = weakref.WeakKeyDictionary()
         self._litellm: _LiteLLMTransport | None = None
 
     def __repr__(self) -> str:  # never shows the key
@@ -919,14 +943,13 @@ class LLMClient:
 
     # --- plumbing -------------------------------------------------------------------------------
 
-    def _bind_loop(self) -> None:
+    def _state(self) -> _LoopState:
         loop = asyncio.get_running_loop()
-        if loop is not self._loop:  # first use, or a new asyncio.run(): pools are per loop
-            self._loop = loop
-            self._sem = asyncio.Semaphore(self.concurrency)
-            self._limiter = _RateLimiter(self.rpm) if self.rpm else None
-            self._fast = None
-            self.ledger._changed = None
+        state = self._loops.get(loop)
+        if state is None:
+            limiter = _RateLimiter(self.rpm) if self.rpm else None
+            state = self._loops[loop] = _LoopState(asyncio.Semaphore(self.concurrency), limiter)
+        return state
 
     def _key_for(self, route: Route, api_key: str | None, api_key_env: str | None) -> str | None:
         if api_key or self._api_key:
@@ -984,7 +1007,6 @@ class LLMClient:
 
         Raises LLMError (provider failure after retries), BudgetExceeded (the cap is reached).
         """
-        self._bind_loop()
         self.stats.requests += 1
         model = model or self.model
         if not model:
@@ -1069,11 +1091,12 @@ class LLMClient:
     async def _send(self, route: Route, request: dict[str, Any], api_key: str | None,
                     headers: Mapping[str, str] | None = None, sent: list[bool] | None = None,
                     ) -> tuple[LLMResponse, bool]:
+        state = self._state()
         if route.transport == "openai":
-            if self._fast is None:
-                self._fast = _FastTransport(max_connections=self.concurrency, timeout=self.timeout,
+            if state.fast is None:
+                state.fast = _FastTransport(max_connections=self.concurrency, timeout=self.timeout,
                                             connect_timeout=self.connect_timeout, backend=self.http_backend)
-            transport: Any = self._fast
+            transport: Any = state.fast
             payload: Any = _json_encoder.encode({"model": route.wire_model, **request})
         else:
             if self._litellm is None:
@@ -1081,15 +1104,14 @@ class LLMClient:
             transport, payload = self._litellm, ({**request, "extra_headers": dict(headers)} if headers else request)
         secrets = [api_key] if api_key else []
         secrets += [v for v in (headers or {}).values() if len(v) >= 6]
-        assert self._sem is not None
         attempt = 0
         started = time.perf_counter()
         while True:
             attempt += 1
-            if self._limiter is not None:
-                await self._limiter.acquire()
+            if state.limiter is not None:
+                await state.limiter.acquire()
             try:
-                async with self._sem:
+                async with state.sem:
                     self.stats.http_requests += 1
                     if sent is not None:
                         sent.append(True)
@@ -1123,8 +1145,11 @@ class LLMClient:
         return asyncio.run(self.complete(messages, **kwargs))
 
     async def aclose(self) -> None:
-        """Close pooled connections (the client stays usable; pools reopen on demand)."""
-        fast, self._fast = self._fast, None
+        """Close this event loop's pooled connections (the client stays usable; pools reopen on demand)."""
+        state = self._loops.get(asyncio.get_running_loop())
+        fast, state_fast = (state.fast, None) if state is not None else (None, None)
+        if state is not None:
+            state.fast = state_fast
         if fast is not None:
             await fast.aclose()
 

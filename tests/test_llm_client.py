@@ -440,3 +440,16 @@ async def test_load_server_as_a_separate_process():
     finally:
         proc.terminate()
         proc.wait(5)
+
+
+async def test_one_client_from_the_loop_and_a_worker_thread_at_once(llm_server):
+    """A sync caller on another thread (its own event loop) shares the budget, not the pools."""
+    llm_server.latency = 0.05
+    llm_server.handler = lambda request: reply("ok", usage=(5, 5))
+    client = make_client(llm_server, budget_tokens=10_000, max_tokens=50)
+    on_loop = [client.complete(MESSAGES) for _ in range(4)]
+    in_thread = asyncio.to_thread(lambda: [client.complete_sync(MESSAGES) for _ in range(3)])
+    results = await asyncio.gather(*on_loop, in_thread)
+    assert [r.content for r in results[:4]] == ["ok"] * 4 and [r.content for r in results[4]] == ["ok"] * 3
+    assert client.ledger.spent_tokens == 70 and client.ledger.in_flight == 0 and client.ledger.reserved_tokens == 0
+    assert (await client.complete(MESSAGES)).content == "ok"  # the loop's pool is still fine
