@@ -7,7 +7,7 @@
 - ``anthropic``: Messages API conversations (``{"system", "messages", "tools"}`` or
   request/response pairs) with ``tool_use`` / ``tool_result`` / ``thinking`` blocks.
 - ``otel``: OpenTelemetry GenAI spans as JSON (OTLP/JSON ``resourceSpans`` lines as the collector's
-  file exporter writes them, or the Python SDK console exporter's span objects). One trajectory per
+  file exporter writes them, or the Python SDK console exporter's indented span objects). One trajectory per
   trace: messages from ``gen_ai.input.messages``/``gen_ai.output.messages`` (current semantic
   conventions), ``gen_ai.*.message``/``gen_ai.choice`` events, or the flattened
   ``gen_ai.prompt.N.*``/``gen_ai.completion.N.*`` attributes; ``execute_tool`` spans fill tool results.
@@ -69,6 +69,11 @@ def iter_json(path: Path) -> Iterator[tuple[int, Any]]:
             try:
                 value = _decode(line)
             except msgspec.DecodeError as exc:
+                if first and line.strip() == b"{":
+                    # pretty-printed objects one after another (OpenTelemetry's ConsoleSpanExporter,
+                    # json.dump(indent=...)): parse them as a stream of concatenated JSON values
+                    yield from _iter_concatenated(path)
+                    return
                 if first:
                     try:  # a pretty-printed single document?
                         whole = _decode(Path(path).read_bytes())
@@ -82,6 +87,49 @@ def iter_json(path: Path) -> Iterator[tuple[int, Any]]:
                 continue
             first = False
             yield lineno, value
+
+
+def _iter_concatenated(path: Path, chunk: int = 1 << 20) -> Iterator[tuple[int, Any]]:
+    """``(line, value)`` for JSON values written one after another, read in chunks.
+
+    A malformed value is reported at the line it starts on; parsing resumes at the next line
+    that starts with ``{``.
+    """
+    decoder = json.JSONDecoder()
+    buf, pos, line, eof = "", 0, 1, False
+    with open(path, encoding="utf-8", errors="replace") as fp:
+        while True:
+            start = pos
+            while pos < len(buf) and buf[pos] in " \t\r\n":
+                pos += 1
+            line += buf.count("\n", start, pos)
+            if pos >= len(buf):
+                if eof:
+                    return
+                data = fp.read(chunk)
+                eof = not data
+                buf, pos = buf[pos:] + data, 0
+                continue
+            try:
+                value, end = decoder.raw_decode(buf, pos)
+            except json.JSONDecodeError as exc:
+                if not eof:  # maybe the value continues in the next chunk
+                    data = fp.read(chunk)
+                    eof = not data
+                    buf, pos = buf[pos:] + data, 0
+                    continue
+                yield line, BadRecord(f"invalid JSON: {exc.msg}")
+                nxt = buf.find("\n{", pos + 1)
+                if nxt < 0:
+                    return
+                line += buf.count("\n", pos, nxt + 1)
+                pos = nxt + 1
+                continue
+            yield line, value
+            line += buf.count("\n", pos, end)
+            pos = end
+            if pos > chunk:
+                buf, pos = buf[pos:], 0
 
 
 def where(path: Path, line: int) -> str:
@@ -725,7 +773,8 @@ class OtelImporter(BaseImporter):
         self._open_check(path)
         traces: dict[str, list[dict[str, Any]]] = {}
         first_line: dict[str, int] = {}
-        complete: dict[str, int] = {}  # trace -> buffered span count when its root arrived
+        complete: dict[str, int] = {}  # trace -> spans seen in the file when its root span arrived
+        seen = 0
         buffered = 0
         for line, obj in iter_json(path):
             if isinstance(obj, BadRecord):
@@ -743,13 +792,18 @@ class OtelImporter(BaseImporter):
                 tid = str(span["trace_id"])
                 traces.setdefault(tid, []).append(span)
                 first_line.setdefault(tid, line)
+                seen += 1
                 buffered += 1
                 if not span["parent_id"]:
-                    complete[tid] = buffered
-            for tid in [t for t, at in complete.items() if buffered - at >= self.flush_spans or buffered > 10 * self.flush_spans]:
-                buffered -= len(traces.get(tid, ()))
+                    complete[tid] = seen
+            # a finished trace (root seen) is emitted once flush_spans more spans went by without
+            # more of it, or at once when too much is buffered
+            ready = [t for t, at in complete.items() if seen - at >= self.flush_spans or buffered > 10 * self.flush_spans]
+            for tid in ready:
                 del complete[tid]
-                yield from self._emit(path, tid, traces.pop(tid), first_line.pop(tid))
+                spans_of = traces.pop(tid)
+                buffered -= len(spans_of)
+                yield from self._emit(path, tid, spans_of, first_line.pop(tid))
         for tid in list(traces):
             yield from self._emit(path, tid, traces.pop(tid), first_line.pop(tid))
 

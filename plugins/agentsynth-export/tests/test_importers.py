@@ -244,6 +244,42 @@ def test_otel_console_exporter_events_and_tool_spans(tmp_path):
     t = list(OtelImporter().read(path))[0]
     assert t.instruction == "List files"
     assert t.tool_calls[0].name == "ls" and t.steps[0].observation.content == "a.txt b.txt"
+    # what the exporter really writes: indented objects one after another, not JSON lines
+    pretty = tmp_path / "console.txt"
+    pretty.write_text("".join(json.dumps(s, indent=4) + "\n" for s in spans))
+    importer = AutoImporter()
+    (t2,) = list(importer.read(pretty))
+    assert importer.detected == "otel" and t2.tool_calls == t.tool_calls and t2.final_answer == t.final_answer
+    # a broken object is named by the line it starts on, and the rest still imports
+    broken = json.dumps(spans[0], indent=4).replace('"chat",', '"chat"', 1)
+    bad = tmp_path / "console-bad.txt"
+    bad.write_text(broken + "\n" + "".join(json.dumps(s, indent=4) + "\n" for s in spans))
+    importer = OtelImporter()
+    (t3,) = list(importer.read(bad))
+    assert t3.tool_calls == t.tool_calls
+    assert len(importer.problems) == 1 and importer.problems[0].startswith(f"{bad}:1: invalid JSON: Expecting ','")
+
+
+def test_concatenated_json_across_chunk_boundaries(tmp_path):
+    from agentsynth_export.importers import _iter_concatenated
+
+    values = [{"a": i, "text": "x" * (i * 3), "nested": {"b": [1, 2, {"c": "}{"}]}} for i in range(20)]
+    path = tmp_path / "c.txt"
+    path.write_text("".join(json.dumps(v, indent=2) + "\n" for v in values))
+    got = list(_iter_concatenated(path, chunk=7))
+    assert [v for _, v in got] == values
+    starts = [i + 1 for i, text in enumerate(path.read_text().splitlines()) if text == "{"]
+    assert [line for line, _ in got] == starts
+
+
+def test_otel_traces_flush_once_complete(tmp_path):
+    lines = [otlp_line(semconv_trace(f"{i:032x}", f"City{i}")) for i in range(6)]
+    path = write_jsonl(tmp_path / "many.jsonl", lines)
+    importer = OtelImporter(flush_spans=4)
+    out = []
+    for t in importer.read(path):
+        out.append(t.instruction)
+    assert out == [f"Weather in City{i}?" for i in range(6)]
 
 
 def test_otel_flattened_attributes_and_tool_only_traces(tmp_path):
