@@ -4,7 +4,8 @@ All three share one loop (:func:`refine`): a proposal (instruction + checkers in
 checker vocabulary, optionally an oracle) is checked, and if it fails a check the proposer is
 told why and revises, up to ``rounds`` times. A proposal is accepted when
 
-1. it is a valid task (``invalid_task``: schema / unknown checker, with the path-qualified problems);
+1. it is a valid task (``invalid_task``: schema / unknown checker, with the path-qualified problems)
+   and not a copy of a task of the pack (``duplicate``);
 2. the ``noop`` policy fails it (``noop_passes``: the checkers do not depend on the agent's work);
 3. it is **solvable**: some strong solver passes it (``unsolvable``), or, without strong solvers,
    the proposed oracle passes (``oracle_fails``);
@@ -269,6 +270,11 @@ async def _judge_round(ctx: SynthContext, item: Item, meter: Meter, text: str, r
         return "invalid_task", msg, f"the task is not valid: {msg}", None
     except ValueError as exc:
         return "unparseable", f"{exc}: {text[:200]}", f"{exc}", None
+    norm = " ".join(task.instruction.lower().split())
+    known = {" ".join(t.instruction.lower().split()): t.id for t in ctx.pack.tasks}
+    if norm in known:
+        return ("duplicate", f"same request as task {known[norm]!r} of the pack",
+                f"this is the same request as the existing task {known[norm]!r}; write a different one", None)
     seed = derive_seed(item.seed, "round", rnd)
     noop = await ctx.episode(task, ComponentSpec("noop"), seed=seed, meter=meter)
     if noop.status == "error":

@@ -171,3 +171,17 @@ def test_evolve_with_weak_solvers_rejects_variants_they_solve(llm, pack_dir):
     report = run_generator("evolve", pack_dir, {**params, "weak": [policy(llm, "lazy")]}, cache=False)
     assert [r.task_id for r in report.accepted] == ["ev-set-color-0"]
     assert report.accepted[0].trajectory.metadata["synth"]["solved_by"] == "openai/good"
+
+
+def test_a_copy_of_a_pack_task_is_rejected_then_revised(llm, pack_dir):
+    def copier(request):
+        if turn(request) == 0:
+            return task("Set the note 'color' to 'blue'.", [note("color", "blue")])
+        return task("Set the note 'shape' to 'star'.", [note("shape", "star")])
+
+    llm.router.routes.update(challenger=copier)
+    report = run_generator("challenger", pack_dir, {"model": "openai/challenger", "api_base": llm.base_url,
+                                                    "strong": [policy(llm, "good")], "n": 1}, cache=False)
+    history = report.accepted[0].trajectory.metadata["synth"]["history"]
+    assert [h["reason"] for h in history] == ["duplicate", "accepted"]
+    assert "set-color" in history[0]["detail"]
