@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import shutil
 import tempfile
 from collections import Counter
@@ -640,7 +639,6 @@ class HFExporter(ParquetExporter):
             if entries and not (path / "dataset_info.json").exists():
                 raise AgentsynthError(f"{path}: directory is not empty and is not a saved dataset; refusing to replace it")
         path.parent.mkdir(parents=True, exist_ok=True)
-        os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
         import datasets
 
         with tempfile.TemporaryDirectory(prefix="agentsynth-hf-", dir=path.parent) as tmp:
