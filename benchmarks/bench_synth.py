@@ -84,16 +84,16 @@ def main() -> None:
         tmp = Path(d)
         forward_time(pack, 1, tmp, "warm-forward")  # warm-up: imports, SQL snapshots
         engine_time(pack, 1, tmp, "warm-engine")
-        # alternate, best of 3 each (the machine is shared: the minimum is the least disturbed run)
+        # alternate, best of 5 each (the machine is shared: the minimum is the least disturbed run)
         engine_runs, forward_runs = [], []
-        for i in range(3):
+        for i in range(5):
             engine_runs.append(engine_time(pack, args.rounds, tmp, f"engine{'' if i == 0 else i}"))
             forward_runs.append(forward_time(pack, args.rounds, tmp, f"forward{i}"))
         engine_s, engine_n = min(engine_runs)
         forward_s, forward_n = min(forward_runs)
         out["forward_vs_engine"] = {
             "episodes": engine_n, "engine_ms_per_episode": round(engine_s / engine_n * 1000, 2),
-            "forward_ms_per_episode": round(forward_s / forward_n * 1000, 2), "repeats": 3,
+            "forward_ms_per_episode": round(forward_s / forward_n * 1000, 2), "repeats": 5,
             "ratio": round(forward_s / forward_n / (engine_s / engine_n), 3), "forward_accepted": forward_n,
         }
         t0 = time.perf_counter()
