@@ -1,14 +1,11 @@
-"""What `agentsynth plugins` and the generated plugin table say about this plugin."""
+"""What this plugin is, for the generated plugin table (plugins/README.md) and `agentsynth plugins`."""
 
 METADATA = {
-    "name": "agentsynth-mcp",
-    "kind": "environment",
+    "kind": ["environment", "checker", "pack", "command"],
     "status": "beta",
-    "capabilities": {
-        "environments": ["mcp"],
-        "checkers": ["mcp_call", "mcp_file", "mcp_sql"],
-        "packs": ["mcp-tickets"],
-        "commands": ["mcp tools"],
-        "transports": ["stdio", "streamable-http", "sse"],
-    },
+    "capabilities": [
+        "environment:mcp", "checker:mcp_call", "checker:mcp_file", "checker:mcp_sql", "pack:mcp-tickets",
+        "command:mcp tools", "transports: stdio, streamable-http, sse",
+    ],
+    "requires": ["mcp>=2.3 (the official MCP Python SDK)"],
 }
