@@ -42,9 +42,16 @@ What it does for every request:
   A USD budget with a model of unknown price raises :class:`BudgetUnenforceable` (a
   BudgetExceeded) rather than spend money it cannot count.
 
+  In a run, what earlier sessions of a resumed run spent (``run.spent``) counts too. A request
+  cancelled after it was sent is charged its whole reservation (it may have been processed).
+
 Secrets: keys come from the environment (``OPENAI_API_KEY``, ``api_key_env=``) or are passed
-in; they never reach cache keys, logs or error messages. :func:`redact_secrets` masks them in
-any data (the engine applies it to the stored spec).
+in; they never reach cache keys, logs or error messages (a replay from the cache needs no key at
+all). :func:`redact_secrets` masks them in any data written to disk.
+
+One client may be used from several event loops (``complete_sync`` in a script, a sync component
+on a worker thread): connection pools, the concurrency limit and the rate limit are per loop;
+cache, budget and stats are shared.
 """
 
 from __future__ import annotations
