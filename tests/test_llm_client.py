@@ -453,3 +453,10 @@ async def test_one_client_from_the_loop_and_a_worker_thread_at_once(llm_server):
     assert [r.content for r in results[:4]] == ["ok"] * 4 and [r.content for r in results[4]] == ["ok"] * 3
     assert client.ledger.spent_tokens == 70 and client.ledger.in_flight == 0 and client.ledger.reserved_tokens == 0
     assert (await client.complete(MESSAGES)).content == "ok"  # the loop's pool is still fine
+
+
+async def test_the_pytest_fixtures(llm_server, llm_client):
+    llm_server.add(status(500), reply("fixture"))
+    response = await llm_client.complete(MESSAGES)
+    assert response.content == "fixture" and llm_client.stats.retries == 1
+    assert llm_server.requests[-1].headers["authorization"] == "Bearer test-key"

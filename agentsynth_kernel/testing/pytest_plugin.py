@@ -7,7 +7,7 @@ with ``llm_server.add(...)`` or set ``llm_server.handler``. ``llm_client``: an
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 
 import pytest
 
@@ -21,10 +21,9 @@ def llm_server() -> Iterator[ScriptedLLMServer]:
 
 
 @pytest.fixture
-async def llm_client(llm_server: ScriptedLLMServer) -> AsyncIterator[object]:
+def llm_client(llm_server: ScriptedLLMServer) -> object:
+    """A plain fixture (works with any pytest-asyncio mode); its pool closes with the test's loop."""
     from ..llm import LLMClient
 
-    client = LLMClient(model="openai/scripted-model", api_base=llm_server.base_url, api_key="test-key",
-                       cache=False, backoff_base=0.001, backoff_max=0.01, timeout=5.0)
-    yield client
-    await client.aclose()
+    return LLMClient(model="openai/scripted-model", api_base=llm_server.base_url, api_key="test-key",
+                     cache=False, backoff_base=0.001, backoff_max=0.01, timeout=5.0)
