@@ -1,8 +1,11 @@
 """The component Protocols every plugin implements, and the sync-to-async adapter.
 
 The engine only ever ``await``s these methods. A plugin may implement any of
-them as plain ``def``: :func:`call` runs a sync method inline on the event loop
-(keep it quick, or make it ``async``) and awaits an async one.
+them as plain ``def``: the engine runs an episode's sync methods on one worker
+thread of its own (so a blocking call never stalls other episodes, and thread-bound
+objects such as sqlite3 connections work), and awaits async ones on the loop.
+:func:`call` is the simple adapter for code outside the engine: it runs a sync
+method inline and awaits an async one.
 """
 
 from __future__ import annotations

@@ -6,16 +6,25 @@ import hashlib
 import importlib
 import importlib.util
 import sys
+import threading
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from .errors import AgentsynthError
 
+_import_lock = threading.RLock()
+
 
 def import_file(path: Path) -> ModuleType:
-    """Import a Python file as a module (cached by resolved path, so it runs once per process)."""
-    path = path.resolve()
+    """Import a Python file as a module (cached by resolved path, so it runs once per process).
+
+    Thread-safe: episodes running on worker threads never see a half-executed module."""
+    with _import_lock:
+        return _import_file(path.resolve())
+
+
+def _import_file(path: Path) -> ModuleType:
     name = "agentsynth_user_" + hashlib.sha1(str(path).encode()).hexdigest()[:12]
     module = sys.modules.get(name)
     if module is not None:

@@ -148,3 +148,19 @@ def test_import_errors_are_clear(tmp_path):
     (tmp_path / "m.py").write_text("x = 1\n")
     with pytest.raises(AgentsynthError, match="has no attribute 'y'"):
         import_object("m.py:y", base_dir=tmp_path)
+
+
+def test_import_file_is_thread_safe(tmp_path):
+    import threading
+
+    from agentsynth_kernel.importing import import_file
+
+    (tmp_path / "slow.py").write_text("import time\ntime.sleep(0.2)\nREADY = True\n")
+    seen, threads = [], []
+    for _ in range(4):
+        t = threading.Thread(target=lambda: seen.append(getattr(import_file(tmp_path / "slow.py"), "READY", False)))
+        threads.append(t)
+        t.start()
+    for t in threads:
+        t.join()
+    assert seen == [True] * 4
