@@ -36,7 +36,7 @@ from agentsynth_kernel import BudgetExceeded
 from agentsynth_kernel.episode import EpisodeConfig, replay_episode, run_episode
 from agentsynth_kernel.errors import AgentsynthError
 from agentsynth_kernel.llm import LLMError
-from agentsynth_kernel.records import Answer, EpisodeResult, ToolCall, Trajectory, Usage, Verdict
+from agentsynth_kernel.records import EpisodeResult, ToolCall, Trajectory, Usage, Verdict
 from agentsynth_kernel.spec import Budget, ComponentSpec, Pack, RunSpec, Task, unstructure
 from agentsynth_kernel.store import RunStore, redact
 
@@ -518,12 +518,9 @@ def write_jsonl(results: Sequence[EpisodeResult], path: Path) -> int:
         return _write(results, fp)
 
 
-def answer_of(actions: list[dict[str, Any]]) -> str:
-    return next((str(a["answer"]) for a in reversed(actions) if "answer" in a), "")
-
-
 __all__ = [
-    "Accepted", "Answer", "Item", "ItemIncomplete", "LLMSettings", "Meter", "Outcome", "SynthContext", "SynthGenerator", "SynthReport",
+    "Accepted", "Item", "ItemIncomplete", "LLMSettings", "Meter", "Outcome", "SynthContext", "SynthGenerator",
+    "SynthReport",
     "action_dicts", "derive_seed", "parse_json_object", "synthesize", "task_record", "why_failed", "write_jsonl",
     "write_pack",
 ]
