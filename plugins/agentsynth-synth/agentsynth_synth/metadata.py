@@ -1,17 +1,11 @@
-"""What this plugin is, for the generated plugin table and `agentsynth plugins`."""
+"""What this plugin is, for the generated plugin table (plugins/README.md) and `agentsynth plugins`."""
 
 METADATA = {
-    "name": "agentsynth-synth",
-    "kind": "generator",
+    "kind": ["generator", "checker", "policy", "command"],
     "status": "alpha",
     "capabilities": [
-        "generator:forward (multi-teacher rollouts, consensus + judge selection)",
-        "generator:back_translation (executed tool chain -> instruction, checker from the end state)",
-        "generator:replay_filter (reject sampling by sandbox replay)",
-        "generator:challenger (challenger LLM vs strong/weak solvers, feedback rounds)",
-        "generator:evolve (harder / more diverse variants that still validate)",
-        "generator:from_failures (a run's failures -> targeted variants)",
-        "checkers: state_probe, synth_fingerprint; policy: synth_replay",
-        "command: agentsynth synth",
+        "generator:forward", "generator:back_translation", "generator:replay_filter", "generator:challenger",
+        "generator:evolve", "generator:from_failures", "checker:state_probe", "checker:state_digest",
+        "checker:synth_fingerprint", "policy:synth_replay", "command:synth",
     ],
 }
