@@ -5,7 +5,7 @@ METADATA = {
     "status": "beta",
     "capabilities": [
         "environment:mcp", "checker:mcp_call", "checker:mcp_file", "checker:mcp_sql", "pack:mcp-tickets",
-        "command:mcp tools", "transports: stdio, streamable-http, sse",
+        "command:mcp tools", "command:mcp call", "transports: stdio, streamable-http, sse",
     ],
     "requires": ["mcp>=2.3 (the official MCP Python SDK)"],
 }

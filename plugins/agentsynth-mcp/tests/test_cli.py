@@ -163,3 +163,13 @@ def test_mcp_tools_command_errors_are_clean():
     assert "cannot start (--crash-on-start)" in proc.stderr
     proc = cli("mcp", "tools")
     assert proc.returncode == 2 and "give a server command after '--'" in proc.stderr
+
+
+def test_mcp_call_command_calls_one_tool_or_reads_a_resource():
+    proc = cli("mcp", "call", "-t", "item", "-a", '{"name": "box"}', "--json", "--", sys.executable, str(TOY))
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == {"name": "box", "tags": ["x", "y"]}
+    proc = cli("mcp", "call", "-t", "fail", "-a", '{"reason": "no"}', "--", sys.executable, str(TOY))
+    assert proc.returncode == 1 and "refused: no" in proc.stdout  # a tool error: shown, exit 1
+    proc = cli("mcp", "call", "-t", "x", "-a", "[1]", "--", sys.executable, str(TOY))
+    assert proc.returncode == 2 and "expected a JSON object" in proc.stderr
