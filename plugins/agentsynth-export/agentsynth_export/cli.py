@@ -169,7 +169,7 @@ def imported_results(trajectories: Iterable[Trajectory], *, status: str, provena
 
 @click.command("import")
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("-f", "--format", "fmt", default="auto", show_default=True, help="auto, openai, anthropic, otel (or a plugin's importer).")
+@click.option("-f", "--format", "fmt", default="auto", show_default=True, help="auto, openai, anthropic, otel, sharegpt, adp (or a plugin's importer).")
 @click.option("-o", "--output", required=True, type=click.Path(path_type=Path), help="Run directory to create.")
 @click.option("--redact", is_flag=True, help="Redact emails, API keys, bearer tokens, phone numbers and IPs.")
 @click.option("--on-error", type=click.Choice(["skip", "stop"]), default="skip", show_default=True,
@@ -211,7 +211,7 @@ def import_cmd(files: tuple[Path, ...], fmt: str, output: Path, redact: bool, on
         store.set_meta("pack", {"id": f"import:{files[0].stem}", "source": ", ".join(str(f) for f in files),
                                 "content_hash": _file_hash(files[0]) if len(files) == 1 else ""})
         for file in files:
-            params = {"on_error": on_error} if fmt in ("auto", "openai", "anthropic", "otel") else {}
+            params = {"on_error": on_error} if fmt in ("auto", "openai", "anthropic", "otel", "sharegpt", "adp") else {}
             importer = build("importer", ComponentSpec(fmt, params), host=host)
             if hasattr(importer, "on_problem"):
                 importer.on_problem = on_problem

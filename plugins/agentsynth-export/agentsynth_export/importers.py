@@ -683,6 +683,146 @@ def trajectory_from_trace(spans: list[dict[str, Any]]) -> Trajectory:
     return trajectory_from_messages(messages, tools, task_id=task_id, meta=meta)
 
 
+# --- ShareGPT and ADP (this plugin's own export formats, and datasets published in them) --------------------
+
+_SHAREGPT_ROLES = {"system": "system", "human": "user", "user": "user", "gpt": "assistant", "assistant": "assistant",
+                   "model": "assistant", "tool": "tool", "observation": "tool", "function_response": "tool",
+                   "ipython": "tool", "function_call": "function_call"}
+
+
+def _split_tool_calls(value: str) -> tuple[str, list[dict[str, Any]]]:
+    """Text and Hermes-style ``<tool_call>{...}</tool_call>`` blocks of an assistant turn."""
+    calls: list[dict[str, Any]] = []
+    text: list[str] = []
+    rest = value
+    while "<tool_call>" in rest:
+        before, _, rest = rest.partition("<tool_call>")
+        body, found, rest = rest.partition("</tool_call>")
+        if not found:
+            raise BadRecord("<tool_call> without </tool_call>")
+        text.append(before)
+        try:
+            call = json.loads(body)
+        except json.JSONDecodeError as exc:
+            raise BadRecord(f"<tool_call> body is not JSON: {exc.msg}") from None
+        if not isinstance(call, dict) or not call.get("name"):
+            raise BadRecord("<tool_call> body needs a 'name'")
+        calls.append({"id": "", "name": call["name"], "arguments": call.get("arguments", call.get("parameters"))})
+    text.append(rest)
+    return "\n".join(t.strip("\n") for t in text if t.strip()), calls
+
+
+def convert_sharegpt(obj: Any) -> Trajectory:
+    if not isinstance(obj, dict):
+        raise BadRecord(f"expected a JSON object, got {type(obj).__name__}")
+    task_id, meta = _record_meta(obj)
+    conv = obj.get("conversations")
+    if not isinstance(conv, list):
+        raise BadRecord("'conversations' must be a list of {from, value}")
+    messages: list[dict[str, Any]] = []
+    if isinstance(obj.get("system"), str) and obj["system"]:
+        messages.append({"role": "system", "content": obj["system"]})
+    counter = 0
+    pending: list[str] = []
+    for i, turn in enumerate(conv):
+        if not isinstance(turn, dict) or "from" not in turn:
+            raise BadRecord(f"conversations[{i}]: expected an object with 'from' and 'value'")
+        role = _SHAREGPT_ROLES.get(str(turn["from"]))
+        if role is None:
+            raise BadRecord(f"conversations[{i}]: unknown role {turn['from']!r}")
+        value = _text(turn.get("value"))
+        if role in ("system", "user"):
+            messages.append({"role": role, "content": value})
+            continue
+        if role == "tool":
+            call_id = pending.pop(0) if pending else ""
+            messages.append({"role": "tool", "content": value, "tool_call_id": call_id})
+            continue
+        if role == "function_call":  # LLaMA-Factory: the value is the call's JSON
+            try:
+                body = json.loads(value)
+            except json.JSONDecodeError as exc:
+                raise BadRecord(f"conversations[{i}]: function_call value is not JSON: {exc.msg}") from None
+            bodies = body if isinstance(body, list) else [body]
+            text, calls = "", [{"id": "", "name": b.get("name"), "arguments": b.get("arguments")} for b in bodies]
+        else:
+            try:
+                text, calls = _split_tool_calls(value)
+            except BadRecord as exc:
+                raise BadRecord(f"conversations[{i}]: {exc}") from None
+        for call in calls:
+            counter += 1
+            call["id"] = f"call_{counter}"
+            pending.append(call["id"])
+        messages.append({"role": "assistant", "content": text, "calls": calls, "reasoning": ""})
+    tools = obj.get("tools")
+    if isinstance(tools, str) and tools.strip():
+        try:
+            tools = json.loads(tools)
+        except json.JSONDecodeError as exc:
+            raise BadRecord(f"'tools' is not JSON: {exc.msg}") from None
+    return trajectory_from_messages(messages, _tool_specs(tools), task_id=task_id, meta=meta)
+
+
+def convert_adp(obj: Any) -> Trajectory:
+    """Agent Data Protocol trajectories (``content`` of typed actions and observations)."""
+    if not isinstance(obj, dict) or not isinstance(obj.get("content"), list):
+        raise BadRecord("expected an ADP trajectory: {id, content: [...], details}")
+    details = obj.get("details") if isinstance(obj.get("details"), dict) else {}
+    meta: dict[str, Any] = {}
+    for key in ("status", "passed", "reward"):
+        if key in details:
+            meta[key] = details[key]
+    messages: list[dict[str, Any]] = []
+    pending: list[str] = []
+    counter = 0
+    for i, item in enumerate(obj["content"]):
+        if not isinstance(item, dict) or "class_" not in item:
+            raise BadRecord(f"content[{i}]: expected an object with 'class_'")
+        kind = item["class_"]
+        if kind in ("text_observation", "TextObservation"):
+            content = _text(item.get("content"))
+            source = item.get("source", "user")
+            if source == "environment" and item.get("name") == "system" and not messages:
+                messages.append({"role": "system", "content": content})
+            elif source == "environment" and pending:
+                messages.append({"role": "tool", "content": content, "tool_call_id": pending.pop(0)})
+            elif source in ("user", "environment"):
+                messages.append({"role": "user", "content": content})
+            else:  # the agent's own words
+                messages.append({"role": "assistant", "content": content, "calls": [], "reasoning": ""})
+        elif kind in ("api_action", "ApiAction"):
+            if not item.get("function"):
+                raise BadRecord(f"content[{i}]: api_action without 'function'")
+            counter += 1
+            call = {"id": f"call_{counter}", "name": item["function"], "arguments": item.get("kwargs") or {}}
+            pending.append(call["id"])
+            messages.append({"role": "assistant", "content": "", "calls": [call],
+                             "reasoning": item.get("reasoning_content") or item.get("description") or ""})
+        elif kind in ("message_action", "MessageAction"):
+            messages.append({"role": "assistant", "content": _text(item.get("content")), "calls": [],
+                             "reasoning": item.get("reasoning_content") or ""})
+        elif kind in ("code_action", "CodeAction"):
+            counter += 1
+            call = {"id": f"call_{counter}", "name": f"execute_{item.get('language') or 'code'}",
+                    "arguments": {"code": item.get("content", "")}}
+            pending.append(call["id"])
+            messages.append({"role": "assistant", "content": "", "calls": [call],
+                             "reasoning": item.get("reasoning_content") or item.get("description") or ""})
+        elif kind in ("web_observation", "WebObservation"):
+            content = item.get("axtree") or item.get("html") or item.get("url") or ""
+            if pending:
+                messages.append({"role": "tool", "content": content, "tool_call_id": pending.pop(0)})
+            else:
+                messages.append({"role": "user", "content": content})
+        else:
+            raise BadRecord(f"content[{i}]: unknown class_ {kind!r}")
+    task_id = details.get("task_id") or (obj.get("id") if isinstance(obj.get("id"), str) else None)
+    traj = trajectory_from_messages(messages, _tool_specs(details.get("tools")), task_id=task_id, meta=meta)
+    # ADP puts each call in its own action: calls stay one per turn, as written
+    return traj
+
+
 # --- importer classes -----------------------------------------------------------------------------------------
 
 
@@ -821,10 +961,14 @@ class OtelImporter(BaseImporter):
 
 
 def detect_format(obj: Any) -> str:
-    """``openai``, ``anthropic`` or ``otel`` for one decoded record."""
+    """``openai``, ``anthropic``, ``otel``, ``sharegpt`` or ``adp`` for one decoded record."""
     if isinstance(obj, dict):
         if "resourceSpans" in obj or ("context" in obj and "attributes" in obj) or "traceId" in obj:
             return "otel"
+        if isinstance(obj.get("conversations"), list):
+            return "sharegpt"
+        if isinstance(obj.get("content"), list) and any(isinstance(c, dict) and "class_" in c for c in obj["content"]):
+            return "adp"
         request = obj.get("request") if isinstance(obj.get("request"), dict) else obj
         if isinstance(obj.get("response"), dict) and obj["response"].get("type") == "message":
             return "anthropic"
@@ -843,8 +987,30 @@ def detect_format(obj: Any) -> str:
     return "openai"
 
 
+@attrs.define(kw_only=True)
+class ShareGPTImporter(BaseImporter):
+    """ShareGPT conversations (human/gpt/tool turns, Hermes ``<tool_call>`` blocks or LLaMA-Factory
+    ``function_call``/``observation`` turns), one per line."""
+
+    format_name = "sharegpt"
+
+    def convert(self, obj: Any) -> Trajectory:
+        return convert_sharegpt(obj)
+
+
+@attrs.define(kw_only=True)
+class ADPImporter(BaseImporter):
+    """Agent Data Protocol trajectories (api/code/message actions, text/web observations), one per line."""
+
+    format_name = "adp"
+
+    def convert(self, obj: Any) -> Trajectory:
+        return convert_adp(obj)
+
+
 IMPORTERS: dict[str, type[BaseImporter]] = {
     "openai": OpenAIImporter, "anthropic": AnthropicImporter, "otel": OtelImporter,
+    "sharegpt": ShareGPTImporter, "adp": ADPImporter,
 }
 
 

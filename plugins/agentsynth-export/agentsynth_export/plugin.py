@@ -17,12 +17,21 @@ def register_exporters(register: Any) -> None:
 
 @hookimpl
 def register_importers(register: Any) -> None:
-    from .importers import AnthropicImporter, AutoImporter, OpenAIImporter, OtelImporter
+    from .importers import (
+        ADPImporter,
+        AnthropicImporter,
+        AutoImporter,
+        OpenAIImporter,
+        OtelImporter,
+        ShareGPTImporter,
+    )
 
     register("openai", OpenAIImporter, description="OpenAI chat logs with tool_calls (JSONL or JSON array)")
     register("anthropic", AnthropicImporter, description="Anthropic Messages with tool_use/tool_result blocks")
     register("otel", OtelImporter, description="OpenTelemetry GenAI spans (OTLP JSON / console exporter), one trajectory per trace")
-    register("auto", AutoImporter, description="Detect openai / anthropic / otel from the first record")
+    register("sharegpt", ShareGPTImporter, description="ShareGPT conversations (Hermes <tool_call> blocks, LLaMA-Factory function_call turns)")
+    register("adp", ADPImporter, description="Agent Data Protocol trajectories")
+    register("auto", AutoImporter, description="Detect openai / anthropic / otel / sharegpt / adp from the first record")
 
 
 @hookimpl

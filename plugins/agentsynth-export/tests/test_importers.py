@@ -376,3 +376,55 @@ def test_import_each_format_through_the_command(tmp_path):
             (r,) = list(store.results())
             store.close()
             assert r.trajectory.tool_calls and r.trajectory.final_answer
+
+
+# --- round trips of this plugin's own formats -------------------------------------------------------
+
+
+def _same_work(imported, original):
+    assert imported.system_prompt == original.system_prompt
+    assert imported.instruction.startswith(original.instruction)
+    assert [(c.name, c.arguments) for c in imported.tool_calls] == [(c.name, c.arguments) for c in original.tool_calls]
+    assert [s.observation.content for s in imported.steps if s.observation] == [
+        s.observation.content for s in original.steps if s.observation]
+    assert imported.final_answer == original.final_answer
+    assert [t.name for t in imported.tools] == [t.name for t in original.tools]
+
+
+def test_sharegpt_and_adp_exports_import_back(results, tmp_path):
+    from agentsynth_export.exporters import ADPExporter, ShareGPTExporter
+    from agentsynth_export.importers import ShareGPTImporter
+
+    originals = [r.trajectory for r in results if r.trajectory is not None]
+    ShareGPTExporter(filter="all").export(results, tmp_path / "s.jsonl")
+    back = list(ShareGPTImporter().read(tmp_path / "s.jsonl"))
+    assert len(back) == len(originals)
+    for imp, orig in zip(back, originals, strict=True):
+        _same_work(imp, orig)
+        assert [s.turn for s in imp.steps] == [s.turn for s in orig.steps]  # parallel calls stay parallel
+    ADPExporter(filter="all").export(results, tmp_path / "a.jsonl")
+    importer = AutoImporter()
+    back = list(importer.read(tmp_path / "a.jsonl"))
+    assert importer.detected == "adp" and len(back) == len(originals)
+    for imp, orig, res in zip(back, originals, [r for r in results if r.trajectory], strict=True):
+        _same_work(imp, orig)
+        assert imp.task_id == res.task_id and imp.metadata["import"]["status"] == res.status
+        assert imp.steps[0].thought == orig.steps[0].thought
+
+
+def test_sharegpt_variants_and_errors(tmp_path):
+    factory = {"conversations": [
+        {"from": "human", "value": "weather in Oslo?"},
+        {"from": "function_call", "value": "{\"name\": \"weather\", \"arguments\": {\"city\": \"Oslo\"}}"},
+        {"from": "observation", "value": "snow"},
+        {"from": "gpt", "value": "Snow in Oslo."}], "tools": "[{\"name\": \"weather\", \"parameters\": {}}]"}
+    bad = {"conversations": [{"from": "human", "value": "x"}, {"from": "gpt", "value": "<tool_call>{oops</tool_call>"}]}
+    path = write_jsonl(tmp_path / "s.jsonl", [factory, bad, {"conversations": [{"from": "narrator", "value": "x"}]}])
+    importer = AutoImporter()
+    trajs = list(importer.read(path))
+    assert importer.detected == "sharegpt" and len(trajs) == 1
+    assert trajs[0].tool_calls[0].arguments == {"city": "Oslo"} and trajs[0].steps[0].observation.content == "snow"
+    assert importer.problems == [
+        f"{path}:2: conversations[1]: <tool_call> body is not JSON: Expecting property name enclosed in double quotes",
+        f"{path}:3: conversations[0]: unknown role 'narrator'",
+    ]
