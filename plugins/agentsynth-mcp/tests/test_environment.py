@@ -241,6 +241,7 @@ async def test_running_http_server_by_url_with_headers(tmp_path, running_http_se
     try:
         await env.reset(seed=0)
         assert (await env.step(ToolCall("echo", {"text": "over http"}))).content == "over http"
+        assert (await env.step(ToolCall("header", {"name": "x-api-key"}))).content == "secret"
         assert (await env.step(ToolCall("read_resource", {"uri": "toy://data"}))).content.startswith("{")
     finally:
         await env.close()

@@ -22,7 +22,7 @@ if __name__ == "__main__":  # before the (slow) SDK import, so start-up failures
     if "--hang-on-start" in sys.argv:
         time.sleep(3600)
 
-from mcp.server.mcpserver import Image, MCPServer
+from mcp.server.mcpserver import Context, Image, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel
 
@@ -112,6 +112,13 @@ def spawn_child() -> int:
 def env_var(name: str) -> str:
     """An environment variable of the server process."""
     return os.environ.get(name, "")
+
+
+@mcp.tool()
+def header(name: str, ctx: Context) -> str:
+    """An HTTP request header of this call ('' over stdio)."""
+    headers = ctx.headers or {}
+    return next((v for k, v in headers.items() if k.lower() == name.lower()), "")
 
 
 @mcp.tool()
