@@ -1,5 +1,7 @@
 """``python -m agentsynth_kernel`` is the ``agentsynth`` command."""
 
+import sys
+
 from .cli import main
 
-main()
+sys.exit(main())

@@ -80,8 +80,8 @@ class RunInfo:
 class RunReport:
     """The results of a run (including ones restored from the store on resume)."""
 
-    info: RunInfo
-    results: list[EpisodeResult]
+    info: RunInfo = attrs.field(repr=False)
+    results: list[EpisodeResult] = attrs.field(repr=False)  # a repr of thousands of results is costly
     stopped: str = ""  # why the run ended early ("budget: ..."), empty when complete
     duration_s: float = 0.0
     exports: list[dict[str, Any]] = attrs.field(factory=list)  # {type, path, count} or {type, path, error}

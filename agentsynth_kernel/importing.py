@@ -14,14 +14,19 @@ from typing import Any
 from .errors import AgentsynthError
 
 _import_lock = threading.RLock()
+_by_path: dict[str, ModuleType] = {}
 
 
 def import_file(path: Path) -> ModuleType:
     """Import a Python file as a module (cached by resolved path, so it runs once per process).
 
     Thread-safe: episodes running on worker threads never see a half-executed module."""
+    module = _by_path.get(str(path))  # the common case: no path resolution, no hashing
+    if module is not None:
+        return module
     with _import_lock:
-        return _import_file(path.resolve())
+        module = _by_path[str(path)] = _import_file(path.resolve())
+        return module
 
 
 def _import_file(path: Path) -> ModuleType:

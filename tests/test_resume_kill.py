@@ -28,7 +28,7 @@ ORACLE = """
 def solve(task):
     value = "v" if int(task.id[1:]) % 3 else "wrong"  # every third task fails its checker
     return [
-        {"tool": "sleep", "arguments": {"seconds": 0.06}},
+        {"tool": "sleep", "arguments": {"seconds": 0.15}},
         {"tool": "set", "arguments": {"key": task.id, "value": value}},
         {"tool": "get", "arguments": {"key": task.id}},
         {"answer": "done"},

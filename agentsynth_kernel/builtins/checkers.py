@@ -1,4 +1,7 @@
-"""Built-in generic checkers. They read the trajectory; world-state checkers come from plugins."""
+"""Built-in generic checkers. They read the trajectory; world-state checkers come from plugins.
+
+Async although they never wait: async methods run on the event loop, sync ones cost a thread hop.
+"""
 
 from __future__ import annotations
 
@@ -16,7 +19,7 @@ class CalledTool:
                  max_times: int | None = None) -> None:
         self.tool, self.arguments, self.min_times, self.max_times = tool, arguments or {}, min_times, max_times
 
-    def check(self, env: Any, trajectory: Trajectory) -> Verdict:
+    async def check(self, env: Any, trajectory: Trajectory) -> Verdict:
         calls = [
             c for c in trajectory.tool_calls
             if c.name == self.tool and all(c.arguments.get(k) == v for k, v in self.arguments.items())
@@ -39,7 +42,7 @@ class AnswerContains:
         if not self.texts and self.regex is None:
             raise ValueError("answer_contains needs 'text' or 'regex'")
 
-    def check(self, env: Any, trajectory: Trajectory) -> Verdict:
+    async def check(self, env: Any, trajectory: Trajectory) -> Verdict:
         answer = trajectory.final_answer or ""
         hay = answer if self.case_sensitive else answer.lower()
         missing = [t for t in self.texts if (t if self.case_sensitive else t.lower()) not in hay]

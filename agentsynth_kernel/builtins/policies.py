@@ -23,7 +23,7 @@ class NoopPolicy:
     def __init__(self, answer: str = "") -> None:
         self.answer = answer
 
-    def act(self, state: EpisodeState) -> Action:
+    async def act(self, state: EpisodeState) -> Action:
         return Answer(self.answer)
 
 
@@ -33,7 +33,7 @@ class ClaimSuccessPolicy:
     def __init__(self, answer: str = "Done. I have completed the task successfully.") -> None:
         self.answer = answer
 
-    def act(self, state: EpisodeState) -> Action:
+    async def act(self, state: EpisodeState) -> Action:
         return Answer(self.answer)
 
 
@@ -44,7 +44,7 @@ class RandomPolicy:
         self.calls = calls
         self.made = 0
 
-    def act(self, state: EpisodeState) -> Action:
+    async def act(self, state: EpisodeState) -> Action:
         if self.made >= self.calls or not state.tools:
             return Answer("done")
         self.made += 1
@@ -111,28 +111,35 @@ class OraclePolicy:
             raise AgentsynthError(f"pack {pack.id!r} has no oracle (add oracle.py or 'oracle:' to the pack)")
         if not path.is_absolute():
             path = (base_dir or pack.base_dir) / path
-        module = import_file(path)
-        solve = getattr(module, "solve", None)
-        table = getattr(module, "ORACLE", None)
-        if callable(solve):
-            script = solve(task)
-        elif isinstance(table, dict):
-            if task.id not in table:
-                raise AgentsynthError(f"{path}: ORACLE has no entry for task {task.id!r}")
-            script = table[task.id]
-        else:
-            raise AgentsynthError(f"{path}: define solve(task) or ORACLE = {{task_id: [actions]}}")
-        self.actions = [to_action(a, f"{path}: task {task.id!r}: action {i}") for i, a in enumerate(script or [])]
-        if not self.actions or not isinstance(self.actions[-1], Answer):
-            self.actions.append(Answer(""))
+        self.actions = _oracle_script(path, task)
         self.position = 0
 
-    def act(self, state: EpisodeState) -> Turn:
+    async def act(self, state: EpisodeState) -> Turn:
         action = self.actions[min(self.position, len(self.actions) - 1)]
         self.position += 1
         if isinstance(action, ToolCall) and not action.id:
             action = ToolCall(action.name, action.arguments, id=f"call_{self.position}")
         return Turn([action])
+
+
+def _oracle_script(path: Path, task: Task) -> list[Action]:
+    """The oracle's actions for a task. ``solve`` runs for every episode, so a nondeterministic
+    oracle shows up in ``pack validate``'s determinism gate."""
+    module = import_file(path)
+    solve = getattr(module, "solve", None)
+    table = getattr(module, "ORACLE", None)
+    if callable(solve):
+        raw = solve(task)
+    elif isinstance(table, dict):
+        if task.id not in table:
+            raise AgentsynthError(f"{path}: ORACLE has no entry for task {task.id!r}")
+        raw = table[task.id]
+    else:
+        raise AgentsynthError(f"{path}: define solve(task) or ORACLE = {{task_id: [actions]}}")
+    script = [to_action(a, f"{path}: task {task.id!r}: action {i}") for i, a in enumerate(raw or [])]
+    if not script or not isinstance(script[-1], Answer):
+        script.append(Answer(""))
+    return script
 
 
 def to_action(value: Any, where: str = "action") -> Action:
