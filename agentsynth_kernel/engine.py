@@ -13,7 +13,9 @@ from __future__ import annotations
 import asyncio
 import functools
 import hashlib
+import inspect
 import json
+import logging
 import os
 import socket
 import time
@@ -44,6 +46,9 @@ class SpecChanged(AgentsynthError):
 
 class RunInUse(AgentsynthError):
     """Another live process is running this run directory."""
+
+
+log = logging.getLogger(__name__)
 
 
 def derive_seed(base: int, task_id: str, trial: int) -> int:
@@ -442,10 +447,35 @@ async def execute(
                     for entry in report.exports:
                         store.event("export_failed" if "error" in entry else "exported", **entry)
         finally:
+            await close_services(info, store)
             if store is not None:
                 store.close()
     report.duration_s = time.perf_counter() - started
     return report
+
+
+async def close_services(info: RunInfo, store: RunStore | None) -> None:
+    """Release run-scoped services (``aclose``/``close``) and record their stats (e.g. LLM requests,
+    retries, cost) as a ``service_stats`` event. A failing close is logged, never raised."""
+    for name, service in list(info.services.items()):
+        stats = getattr(service, "stats", None)
+        to_dict = getattr(stats, "to_dict", None)
+        if store is not None and callable(to_dict):
+            try:
+                store.event("service_stats", service=name, stats=to_dict())
+            except Exception as exc:  # stats are informative; never fail a finished run over them
+                log.warning("could not record stats of run service %r: %s", name, exc)
+        for method in ("aclose", "close"):
+            close = getattr(service, method, None)
+            if callable(close):
+                try:
+                    result = close()
+                    if inspect.isawaitable(result):
+                        await result
+                except Exception as exc:
+                    log.warning("closing run service %r failed: %s", name, exc)
+                break
+    info.services.clear()
 
 
 def run(spec: RunSpec, pack: Pack, **kwargs: Any) -> RunReport:
