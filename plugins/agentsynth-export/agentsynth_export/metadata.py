@@ -7,7 +7,7 @@ METADATA = {
     "capabilities": [
         "exporter:jsonl", "exporter:openai", "exporter:sharegpt", "exporter:adp", "exporter:dpo",
         "exporter:parquet", "exporter:hf",
-        "importer:openai", "importer:anthropic", "importer:otel", "importer:auto",
+        "importer:openai", "importer:anthropic", "importer:otel", "importer:sharegpt", "importer:adp", "importer:auto",
         "redaction (emails, API keys, bearer tokens, phone numbers, IPs)",
         "dedup (exact normalized hash + MinHash LSH)",
         "decontamination (n-gram overlap with a pack's tasks) and canary strings",
