@@ -19,6 +19,7 @@ from typing import Any
 import attrs
 import cattrs
 import yaml
+from cattrs.cols import list_structure_factory
 from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError, IterableValidationError
 from cattrs.v import format_exception, transform_error
 
@@ -197,6 +198,18 @@ def _make_converter() -> cattrs.Converter:
     conv.register_structure_hook(bool, _strict(bool, "true or false"))
     conv.register_structure_hook(ComponentSpec, _structure_component)
     conv.register_structure_hook(Path, lambda v, _: Path(_strict(str, "a path")(v, str)))
+    # cattrs would happily turn `args: "abc"` into ['a', 'b', 'c']: a list field takes lists only.
+    def strict_list(type_: Any, conv_: cattrs.Converter) -> Callable[[Any, Any], Any]:
+        inner = list_structure_factory(type_, conv_)
+
+        def hook(value: Any, t: Any) -> Any:
+            if not isinstance(value, (list, tuple)):
+                raise InvalidValue(f"expected a list, got {_describe(value)}")
+            return inner(value, t)
+
+        return hook
+
+    conv.register_structure_hook_factory(lambda t: getattr(t, "__origin__", None) is list, strict_list)
     mapping_hook = _strict(dict, "a mapping")
     conv.register_structure_hook_func(lambda t: t == dict[str, Any], mapping_hook)
     return conv

@@ -198,3 +198,15 @@ def test_export_entries_need_a_path(write, host, kv_spec):
         f"{kv_spec}: export[0].path: missing required key (the file or directory to write)",
         f"{kv_spec}: export[1].prety: unknown key for exporter 'tiny' (did you mean 'pretty'?)",
     ]
+
+
+def test_a_string_is_not_a_list(write, host):
+    path = write("spec.yaml", """
+        policy: noop
+        only: set-b
+        environment: {type: kv}
+        tasks: "abc"
+        """)
+    lines = errors_of(path, host)
+    assert f"{path}: only: expected a list, got str 'set-b'" in lines
+    assert f"{path}: tasks: expected a list, got str 'abc'" in lines
