@@ -126,9 +126,10 @@ def test_killed_cli_leaves_no_browser_behind(procs, tmp_path):
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 60
-        while len(procs.tagged()) < 4 and time.monotonic() < deadline and proc.poll() is None:
+        # the driver plus Chromium's browser process at least (how many helpers Chromium starts varies)
+        while len(procs.tagged()) < 2 and time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.2)
-        assert proc.poll() is None and len(procs.tagged()) >= 4, "the run never started Chromium"
+        assert proc.poll() is None and len(procs.tagged()) >= 2, "the run never started Chromium"
     finally:
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
