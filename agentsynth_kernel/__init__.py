@@ -17,7 +17,7 @@ __version__ = "0.1.0"
 _EXPORTS: dict[str, str] = {
     **dict.fromkeys(
         ("Checker", "Environment", "EpisodeState", "Exporter", "Generator", "Importer", "Judge", "JudgeResult",
-         "Policy", "Turn"),
+         "Policy", "Turn", "runs_inline"),
         "components",
     ),
     **dict.fromkeys(("AgentsynthError", "BudgetExceeded", "PluginError", "SpecError"), "errors"),

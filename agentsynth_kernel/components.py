@@ -42,6 +42,21 @@ async def call(method: Any, /, *args: Any, **kwargs: Any) -> Any:
     return result
 
 
+def runs_inline(method: Any) -> Any:
+    """Mark a quick, non-blocking sync method so the engine calls it on the event loop instead
+    of handing it to the episode's worker thread (a thread hop costs more than such a call).
+
+    Example::
+
+        class Noop:
+            @runs_inline
+            def act(self, state):
+                return Answer("")
+    """
+    method.__agentsynth_inline__ = True
+    return method
+
+
 async def maybe_close(component: Any) -> None:
     """Call ``close()`` (sync or async) if the component has one."""
     close = getattr(component, "close", None)

@@ -76,6 +76,8 @@ class SyncWorker:
         """Await ``fn(*args)``: coroutine functions directly, plain functions on the worker thread."""
         if inspect.iscoroutinefunction(fn):
             return await fn(*args)
+        if getattr(fn, "__agentsynth_inline__", False):  # quick and non-blocking: see components.runs_inline
+            return fn(*args)
         if self._thread is None:
             with _idle_lock:
                 self._thread = _idle.pop() if _idle else None

@@ -177,3 +177,41 @@ def test_failing_judge_leaves_the_world_verdict_standing(write, host, kv_spec):
     assert "judge" not in results["set-b"].scores
     assert results["del-a"].scores == {"judge": 0.9, "judge.style": 1.0}
     assert results["del-a"].usage.prompt_tokens == 100 and results["del-a"].usage.cost_usd == 0.002
+
+
+def test_runs_inline_methods_stay_on_the_loop_thread_and_others_do_not(write, host):
+    import threading
+
+    from agentsynth_kernel import runs_inline
+
+    threads = {}
+
+    class Probe:
+        @runs_inline
+        def act(self, state):
+            threads["inline"] = threading.current_thread()
+            return ToolCall("set", {"key": "x", "value": "1"}) if not state.trajectory.steps else Answer("ok")
+
+    class Checker:
+        def check(self, env, trajectory):
+            threads["worker"] = threading.current_thread()
+            return Verdict("probe", True)
+
+    class Reg:
+        @hookimpl
+        def register_policies(self, register):
+            register("probe", Probe)
+
+        @hookimpl
+        def register_checkers(self, register):
+            register("probe_checker", Checker)
+
+    host.add_plugin(Reg(), "probe")
+    spec, pack = load_run_spec(write("spec.yaml", """
+environment: {type: kv}
+tasks: [{id: t, instruction: x, checkers: [probe_checker]}]
+policy: probe
+"""), host=host)
+    assert run(spec, pack, host=host).results[0].passed
+    assert threads["inline"] is threading.main_thread()
+    assert threads["worker"] is not threading.main_thread()

@@ -1,6 +1,6 @@
 """Built-in generic checkers. They read the trajectory; world-state checkers come from plugins.
 
-Async although they never wait: async methods run on the event loop, sync ones cost a thread hop.
+They never block, so the engine runs them on the event loop (``runs_inline``).
 """
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ..components import runs_inline
 from ..records import Trajectory, Verdict
 
 
@@ -19,7 +20,8 @@ class CalledTool:
                  max_times: int | None = None) -> None:
         self.tool, self.arguments, self.min_times, self.max_times = tool, arguments or {}, min_times, max_times
 
-    async def check(self, env: Any, trajectory: Trajectory) -> Verdict:
+    @runs_inline
+    def check(self, env: Any, trajectory: Trajectory) -> Verdict:
         calls = [
             c for c in trajectory.tool_calls
             if c.name == self.tool and all(c.arguments.get(k) == v for k, v in self.arguments.items())
@@ -42,7 +44,8 @@ class AnswerContains:
         if not self.texts and self.regex is None:
             raise ValueError("answer_contains needs 'text' or 'regex'")
 
-    async def check(self, env: Any, trajectory: Trajectory) -> Verdict:
+    @runs_inline
+    def check(self, env: Any, trajectory: Trajectory) -> Verdict:
         answer = trajectory.final_answer or ""
         hay = answer if self.case_sensitive else answer.lower()
         missing = [t for t in self.texts if (t if self.case_sensitive else t.lower()) not in hay]

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..components import EpisodeState, Turn
+from ..components import EpisodeState, Turn, runs_inline
 from ..errors import AgentsynthError
 from ..importing import import_file, import_object
 from ..records import Action, Answer, ToolCall
@@ -23,7 +23,8 @@ class NoopPolicy:
     def __init__(self, answer: str = "") -> None:
         self.answer = answer
 
-    async def act(self, state: EpisodeState) -> Action:
+    @runs_inline
+    def act(self, state: EpisodeState) -> Action:
         return Answer(self.answer)
 
 
@@ -33,7 +34,8 @@ class ClaimSuccessPolicy:
     def __init__(self, answer: str = "Done. I have completed the task successfully.") -> None:
         self.answer = answer
 
-    async def act(self, state: EpisodeState) -> Action:
+    @runs_inline
+    def act(self, state: EpisodeState) -> Action:
         return Answer(self.answer)
 
 
@@ -44,7 +46,8 @@ class RandomPolicy:
         self.calls = calls
         self.made = 0
 
-    async def act(self, state: EpisodeState) -> Action:
+    @runs_inline
+    def act(self, state: EpisodeState) -> Action:
         if self.made >= self.calls or not state.tools:
             return Answer("done")
         self.made += 1
@@ -114,7 +117,8 @@ class OraclePolicy:
         self.actions = _oracle_script(path, task)
         self.position = 0
 
-    async def act(self, state: EpisodeState) -> Turn:
+    @runs_inline
+    def act(self, state: EpisodeState) -> Turn:
         action = self.actions[min(self.position, len(self.actions) - 1)]
         self.position += 1
         if isinstance(action, ToolCall) and not action.id:

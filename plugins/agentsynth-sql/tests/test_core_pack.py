@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import inspect
 from collections import Counter
 
 import pytest
@@ -42,10 +41,7 @@ def play(pack, task_id, actions):
             assert not obs.error, obs.content
         traj.steps.append(Step(action, obs))
     checkers = [build("checker", c, host=host) for c in pack.task_checkers(task)]
-    verdicts = []
-    for checker in checkers:  # the SQL checkers have a sync `evaluate`; the kernel's built-ins are async
-        verdict = getattr(checker, "evaluate", checker.check)(env, traj)
-        verdicts.append(asyncio.run(verdict) if inspect.iscoroutine(verdict) else verdict)
+    verdicts = [getattr(c, "evaluate", c.check)(env, traj) for c in checkers]
     env.shutdown()
     return verdicts
 
