@@ -51,6 +51,7 @@ if TYPE_CHECKING:
 
     from .engine import RunInfo
     from .records import EpisodeResult
+    from .spec import RunSpec
 
 hookspec = pluggy.HookspecMarker("agentsynth")
 hookimpl = pluggy.HookimplMarker("agentsynth")
@@ -179,6 +180,27 @@ def register_commands(cli: click.Group) -> None:
             @cli.group()
             def mcp():
                 "Work with MCP servers."
+    """
+
+
+@hookspec(firstresult=True)
+def run_generation(spec_file: Path, spec: RunSpec, run_dir: Path | None, json_path: str | None,
+                   quiet: bool) -> int | None:
+    """Run a generation spec: ``agentsynth run SPEC`` where SPEC has ``generate: {type: NAME, ...}``.
+
+    The plugin that registered generator ``spec.generate.type`` runs it (its own scheduling,
+    store and output) and returns the exit code; every other plugin returns ``None``
+    (``firstresult``). ``run_dir`` is ``--run-dir`` (``None``: the plugin's default),
+    ``json_path`` is ``--json``. Called synchronously from the ``run`` command (inside its click
+    context, so a click command can be invoked with ``click.get_current_context().invoke``).
+
+    Example::
+
+        @hookimpl
+        def run_generation(spec_file, spec, run_dir, json_path, quiet):
+            if spec.generate.type not in MY_GENERATORS:
+                return None
+            return run_my_generator(spec_file, run_dir=run_dir, json_path=json_path, quiet=quiet)
     """
 
 

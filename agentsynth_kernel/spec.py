@@ -135,6 +135,9 @@ class RunSpec:
     export: list[ComponentSpec] = attrs.field(factory=list)
     budget: Budget = attrs.field(factory=Budget)
     run_dir: str | None = None
+    # A generation spec: the named generator synthesises new tasks / trajectories from the pack
+    # (the policy, if given, is its default teacher); the plugin that registered it runs it.
+    generate: ComponentSpec | None = None
 
 
 # --- converter -------------------------------------------------------------------------------------
@@ -457,6 +460,8 @@ def load_run_spec(path: str | Path, *, host: PluginHost | None = None, overrides
     source = str(path)
     data = dict(_top_mapping(read_yaml(path), source, "a run spec"))
     data.update(overrides or {})
+    if "generate" in data:  # a generation spec needs no policy of its own
+        data.setdefault("policy", "noop")
     spec = structure(data, RunSpec, source=source)
     return spec, resolve_pack(spec, base_dir=path.parent, source=source, host=host)
 
@@ -483,6 +488,11 @@ def resolve_pack(spec: RunSpec, *, base_dir: Path, source: str, host: PluginHost
     problems += check_component("policy", spec.policy, "policy", host)
     if spec.judge is not None:
         problems += check_component("judge", spec.judge, "judge", host)
+    if spec.generate is not None:  # only the name: the generator's plugin checks its parameters
+        try:
+            host.get("generator", spec.generate.type)
+        except KeyError as exc:
+            problems.append(f"generate.type: {exc.args[0]}")
     for i, exp in enumerate(spec.export):
         # `path:` is the engine's (where to write); the rest goes to the exporter's factory
         if not isinstance(exp.params.get("path"), str) or not exp.params["path"]:

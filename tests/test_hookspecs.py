@@ -105,6 +105,13 @@ class Everything:
         return [directory / "pack.yaml"]
 
     @hookimpl
+    def run_generation(self, spec_file, spec, run_dir, json_path, quiet):
+        if spec.generate.type != "hk_generator":
+            return None
+        click.echo(f"generating with {spec.generate.params} into {run_dir}")
+        return 7
+
+    @hookimpl
     def run_started(self, run):
         self.events.append(f"started {run.total}")
 
@@ -165,3 +172,38 @@ def test_scaffold_pack_is_first_result_and_may_decline(host, tmp_path):
     assert written == [tmp_path / "pack.yaml"] and (tmp_path / "pack.yaml").read_text() == "id: p\n"
     declined = host.pm.hook.scaffold_pack(name="p", directory=tmp_path, environment="nope-env", schema=None)
     assert declined is None
+
+
+def test_run_generation_hands_a_generate_spec_to_its_plugin(host, cli, write):
+    host.add_plugin(Everything(), "everything")
+    write("gen.yaml", """
+        environment: {type: kv}
+        tasks: [{id: t, instruction: x, checkers: [{type: kv_equals, key: a, value: null}]}]
+        generate: {type: hk_generator, rounds: 2}
+        """)
+    code, out, err = cli("run", "gen.yaml", "--run-dir", "rd")
+    assert (code, out) == (7, "generating with {'rounds': 2} into rd\n"), err
+    write("gen2.yaml", """
+        environment: {type: kv}
+        tasks: [{id: t, instruction: x, checkers: [{type: kv_equals, key: a, value: null}]}]
+        generate: {type: hk_generatr}
+        """)
+    code, _, err = cli("run", "gen2.yaml")
+    assert code == 2 and "generate.type: unknown generator 'hk_generatr' (did you mean 'hk_generator'?)" in err
+
+
+def test_generator_without_a_runner_is_a_clear_error(host, cli, write):
+    class Bare:
+        @hookimpl
+        def register_generators(self, register):
+            register("bare_gen", object)
+
+    host.add_plugin(Bare(), "bare")
+    write("gen.yaml", """
+        environment: {type: kv}
+        tasks: [{id: t, instruction: x, checkers: [{type: kv_equals, key: a, value: null}]}]
+        generate: bare_gen
+        """)
+    code, _, err = cli("run", "gen.yaml")
+    assert code == 2
+    assert "generate.type: generator 'bare_gen' (plugin 'bare') cannot be run from a spec" in err

@@ -29,12 +29,17 @@ def run(ctx: click.Context, spec_file: Path, run_dir: Path | None, no_store: boo
     --run-dir resumes: finished episodes are kept, interrupted ones run again. A changed spec is
     refused with a diff (unless --force); a new budget or concurrency is always accepted.
     Exit status: 0 done, 3 stopped early by the budget, 4 an exporter failed.
+
+    A spec with ``generate: {type: NAME, ...}`` synthesises data instead: the plugin that
+    registered generator NAME runs it (see its README for its exit codes).
     """
     from ..spec import load_run_spec
     from ._runner import default_run_dir, execute_with_progress, exit_code, report, with_overrides
 
     overrides = {k: v for k, v in (("trials", trials), ("seed", seed)) if v is not None}
     spec, pack = load_run_spec(spec_file, overrides=overrides)
+    if spec.generate is not None:
+        ctx.exit(run_generation(spec_file, spec, run_dir, json_path, quiet))
     spec = with_overrides(spec, concurrency=concurrency, budget_usd=budget_usd, budget_tokens=budget_tokens)
     if no_store:
         run_dir = None
@@ -44,3 +49,20 @@ def run(ctx: click.Context, spec_file: Path, run_dir: Path | None, no_store: boo
                                    spec_file=spec_file)
     report(result, json_path=json_path, quiet=quiet)
     ctx.exit(exit_code(result))
+
+
+def run_generation(spec_file: Path, spec, run_dir: Path | None, json_path: str | None, quiet: bool) -> int:
+    """Hand a generation spec to the plugin that registered its generator."""
+    from ..errors import SpecError
+    from ..plugins import get_host
+
+    host = get_host()
+    code = host.pm.hook.run_generation(spec_file=spec_file, spec=spec, run_dir=run_dir, json_path=json_path,
+                                       quiet=quiet)
+    if code is None:
+        plugin = host.get("generator", spec.generate.type).plugin
+        raise SpecError(str(spec_file), [
+            f"generate.type: generator {spec.generate.type!r} (plugin {plugin!r}) cannot be run from a spec:"
+            " its plugin does not implement the run_generation hook"
+        ])
+    return int(code)

@@ -39,3 +39,20 @@ def register_commands(cli: Any) -> None:
     from .cli import synth
 
     cli.add_command(synth, "synth")
+
+
+@hookimpl
+def run_generation(spec_file: Any, spec: Any, run_dir: Any, json_path: str | None, quiet: bool) -> int | None:
+    """``agentsynth run gen.yaml`` with ``generate: {type: <one of ours>}`` runs like ``agentsynth synth gen.yaml``."""
+    import click
+
+    from .cli import GENERATOR_NAMES, synth
+
+    if spec.generate is None or spec.generate.type not in GENERATOR_NAMES:
+        return None
+    try:
+        click.get_current_context().invoke(synth, source=str(spec_file), run_dir=run_dir, json_path=json_path,
+                                           quiet=quiet)
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    return 0

@@ -155,8 +155,15 @@ def test_run_spec_with_a_generate_section(llm, pack_dir, tmp_path, monkeypatch, 
     data = json.loads(capsys.readouterr().out)
     assert code == 0 and data["generator"] == "forward" and data["accepted"] == 2
     assert data["rejected"] == {"failed_checkers": 2}
+    # the kernel's `agentsynth run` hands a generation spec to this plugin (run_generation hook)
+    code = cli("run", "gen.yaml", "--run-dir", "rd2", "--json", "-")
+    data = json.loads(capsys.readouterr().out)
+    assert code == 0 and data["generator"] == "forward" and data["accepted"] == 2
+    assert data["run_dir"] == "rd2"
     spec["generate"] = {"type": "fowrard"}
     (tmp_path / "bad.yaml").write_text(yaml.safe_dump(spec))
+    assert cli("run", "bad.yaml") == 2
+    assert "generate.type: unknown generator 'fowrard' (did you mean 'forward'?)" in capsys.readouterr().err
     assert cli("synth", "bad.yaml") == 2
     assert "generate.type: no generator 'fowrard' (did you mean 'forward'?)" in capsys.readouterr().err
     spec["generate"] = {"type": "forward", "teachers": [{"type": "llm"}]}
