@@ -70,12 +70,16 @@ class Turn:
 
     ``actions`` are executed in order (several tool calls = parallel calls of one
     turn); ``usage`` is what producing them cost; ``thought`` is stored with the
-    first step.
+    first step; ``rejected`` marks calls that must not run (see below).
     """
 
     actions: list[Action]
     usage: Usage | None = None
     thought: str = ""
+    # index in ``actions`` -> the error the agent sees for a call the policy found malformed (bad
+    # JSON, schema-invalid arguments): the kernel records it as an invalid step, in order, and does
+    # not execute it
+    rejected: dict[int, Observation] = attrs.field(factory=dict)
 
 
 @attrs.define

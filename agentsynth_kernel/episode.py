@@ -200,8 +200,11 @@ class Episode:
                     traj.steps.append(Step(action, None, turn_index, 0.0, thought, usage))
                     done = True
                     break
-                invalid = action.name not in tool_names
-                if invalid:
+                rejected = turn.rejected.get(i)
+                invalid = rejected is not None or action.name not in tool_names
+                if rejected is not None:  # the policy found the call malformed: recorded, not executed
+                    obs = rejected
+                elif invalid:
                     obs = Observation(
                         f"error: unknown tool {action.name!r}; available tools: {', '.join(sorted(tool_names))}",
                         error=True,

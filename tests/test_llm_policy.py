@@ -66,7 +66,9 @@ def test_multi_turn_episode_with_parallel_and_invalid_calls(host, write):
     steps = result.trajectory.steps
     calls = [(s.action.name, s.invalid) for s in steps if hasattr(s.action, "name")]
     # the two malformed calls are recorded (invalid) but not executed; the unknown tool too
-    assert sorted(calls) == sorted([("get", False), ("set", True), ("set", True), ("teleport", True), ("set", False)])
+    # in the model's own order (the kernel records the rejected calls where they stood)
+    assert calls == [("get", False), ("set", True), ("set", True), ("teleport", True), ("set", False)]
+    assert steps[0].thought == "Let me look first." and steps[0].usage is not None
     assert sum(s.invalid for s in steps) == 3
     bad_json = next(s for s in steps if s.invalid and s.observation.data and s.observation.data["reason"] == "bad_json")
     assert "not valid JSON" in bad_json.observation.content and bad_json.observation.error

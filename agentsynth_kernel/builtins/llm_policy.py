@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from ..adapters import InvalidToolCall, observation_text, parse_arguments, validate_arguments
 from ..components import EpisodeState, Turn
 from ..errors import AgentsynthError
-from ..records import Answer, Observation, Step, ToolCall
+from ..records import Answer, Observation, ToolCall
 
 if TYPE_CHECKING:
     from ..llm import LLMClient
@@ -138,10 +138,11 @@ class LLMPolicy:
             out.append({"role": "tool", "tool_call_id": call_id, "content": text})
         return out
 
-    def _record(self, state: EpisodeState) -> None:
+    def _record(self, state: EpisodeState, rejected_now: int = 0) -> None:
         state.trajectory.metadata["llm"] = {
             "model": self.model, "turns": self.turns,
-            "invalid_tool_calls": sum(1 for s in state.trajectory.steps if s.invalid),
+            # steps recorded so far, plus this turn's rejected calls (the kernel records them next)
+            "invalid_tool_calls": sum(1 for s in state.trajectory.steps if s.invalid) + rejected_now,
             "cache_hits": self.cache_hits, "retries": self.retries,
         }
 
@@ -176,7 +177,7 @@ class LLMPolicy:
 
         tools = {t.name: t for t in state.tools}
         actions: list[ToolCall] = []
-        invalid: list[Step] = []
+        rejected: dict[int, Observation] = {}
         wire_calls = []
         seen: set[str] = set()
         for i, call in enumerate(response.tool_calls):
@@ -184,6 +185,7 @@ class LLMPolicy:
             seen.add(call_id)
             wire_calls.append({"id": call_id, "type": "function",
                                "function": {"name": call.name, "arguments": call.arguments}})
+            arguments: Any = {}
             try:
                 arguments = parse_arguments(call.arguments, call_id=call_id, name=call.name)
                 spec = tools.get(call.name)
@@ -194,24 +196,17 @@ class LLMPolicy:
                                               call_id=call_id, name=call.name, raw_arguments=call.arguments,
                                               reason="schema")
             except InvalidToolCall as exc:
+                # Not executed: the kernel records it (in order, invalid=True) and it counts in max_steps.
                 self.invalid_calls += 1
                 obs = Observation(f"error: {exc}", error=True,
                                   data={"reason": exc.reason, "raw_arguments": call.arguments})
-                parsed = arguments if exc.reason == "schema" else {}
-                invalid.append(Step(ToolCall(call.name, parsed, id=call_id), obs, turn_index, 0.0, "", None, True))
+                rejected[len(actions)] = obs
+                actions.append(ToolCall(call.name, arguments if exc.reason == "schema" else {}, id=call_id))
                 self.pending.append((call_id, obs))
                 continue
             actions.append(ToolCall(call.name, arguments, id=call_id))
             self.pending.append((call_id, None))
         assistant: dict[str, Any] = {"role": "assistant", "content": response.content or None, "tool_calls": wire_calls}
         self.messages.append(assistant)
-        if invalid:
-            if response.content:
-                invalid[0].thought = response.content
-            if not actions:
-                invalid[0].usage = response.usage
-            # Not executed by the kernel: recorded here so they count in the trajectory (and in max_steps).
-            state.trajectory.steps.extend(invalid)
-        self._record(state)
-        thought = response.content if not invalid else ""
-        return Turn(list(actions), usage=response.usage, thought=thought)
+        self._record(state, len(rejected))
+        return Turn(list(actions), usage=response.usage, thought=response.content or "", rejected=rejected)
