@@ -58,7 +58,7 @@ def _junit(name: str) -> list[str]:
 @nox.session(tags=["lint", "tests"])
 def lint(session: nox.Session) -> None:
     session.install("ruff")
-    session.run("ruff", "check", "agentsynth_kernel", "plugins", "tests", "benchmarks", "noxfile.py")
+    session.run("ruff", "check", "agentsynth_kernel", "plugins", "tests", "benchmarks", "scripts", "noxfile.py")
 
 
 @nox.session
