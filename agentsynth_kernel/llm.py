@@ -63,11 +63,10 @@ import json
 import math
 import os
 import random
-import re
 import threading
 import time
 import weakref
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +75,7 @@ import msgspec
 
 from .errors import AgentsynthError, BudgetExceeded
 from .records import ToolSpec, Usage
+from .secrets import redact, redact_text
 
 __all__ = [
     "BudgetExceeded", "BudgetLedger", "BudgetUnenforceable", "LLMClient", "LLMError", "LLMResponse", "LLMStats",
@@ -170,65 +170,8 @@ class LLMStats:
 
 # --- secrets --------------------------------------------------------------------------------------
 
-_SECRET_KEY_RE = re.compile(
-    r"(api[_-]?key|apikey|secret|password|passwd|authorization|credential|private[_-]?key|(^|[_-])token$|^token$"
-    r"|access[_-]?key|session[_-]?key|bearer)",
-    re.IGNORECASE,
-)
-_SECRET_VALUE_RE = re.compile(
-    r"(sk-[A-Za-z0-9_\-]{8,}|sk-ant-[A-Za-z0-9_\-]{8,}|gsk_[A-Za-z0-9]{8,}|hf_[A-Za-z0-9]{8,}|xai-[A-Za-z0-9]{8,}"
-    r"|AIza[0-9A-Za-z_\-]{20,}|(?<=Bearer )[A-Za-z0-9._\-]{8,})"
-)
-_SECRET_ENV_RE = re.compile(r"(_API_KEY|_TOKEN|_SECRET|_PASSWORD|_ACCESS_KEY)$|^(API_KEY|TOKEN)$")
-MASK = "***"
-
-
-def _env_secrets() -> list[str]:
-    return [v for k, v in os.environ.items() if _SECRET_ENV_RE.search(k) and len(v) >= 6]
-
-
-def redact_text(text: str, secrets: Iterable[str] = ()) -> str:
-    """``text`` with known secrets (the given ones and every ``*_API_KEY``-like environment variable)
-    and key-shaped strings (``sk-...``, ``Bearer ...``) replaced by ``***``."""
-    for secret in sorted({*secrets, *_env_secrets()}, key=len, reverse=True):
-        if secret and len(secret) >= 6:
-            text = text.replace(secret, MASK)
-    return _SECRET_VALUE_RE.sub(MASK, text)
-
-
-def _is_secret_key(key: str) -> bool:
-    lowered = key.lower()
-    if lowered.endswith(("_env", "_tokens", "max_tokens")) or lowered in ("tokens", "token_budget"):
-        return False
-    return bool(_SECRET_KEY_RE.search(key))
-
-
-def redact_secrets(obj: Any, secrets: Iterable[str] = ()) -> Any:
-    """A copy of ``obj`` (dicts, lists, strings) with secrets masked, for anything written to disk.
-
-    Values under secret-looking keys (``api_key``, ``authorization``, ``*_token``, ``password`` ...)
-    become ``***``; in every other string, the values of ``*_API_KEY``/``*_TOKEN``-like environment
-    variables, the given ``secrets`` and key-shaped strings are masked. Names of environment
-    variables (``api_key_env: OPENAI_API_KEY``) and token *counts* (``max_tokens``) are kept.
-    """
-    known = [s for s in {*secrets, *_env_secrets()} if s and len(s) >= 6]
-
-    def walk(value: Any) -> Any:
-        if isinstance(value, Mapping):
-            out = {}
-            for k, v in value.items():
-                if isinstance(k, str) and _is_secret_key(k) and v not in (None, "") and not isinstance(v, (bool, int, float)):
-                    out[k] = MASK
-                else:
-                    out[k] = walk(v)
-            return out
-        if isinstance(value, (list, tuple)):
-            return [walk(v) for v in value]
-        if isinstance(value, str):
-            return redact_text(value, known)
-        return value
-
-    return walk(obj)
+# one redaction for the whole kernel (agentsynth_kernel.secrets); these are its names here
+redact_secrets = redact
 
 
 # --- routing --------------------------------------------------------------------------------------

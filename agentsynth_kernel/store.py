@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
-import re
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -25,6 +23,7 @@ import msgspec
 
 from .errors import AgentsynthError
 from .records import EpisodeResult, from_json, to_json
+from .secrets import REDACTED, has_redacted, is_secret_key, redact  # noqa: F401 (re-exported)
 
 STORE_FILE = "run.sqlite"
 STORE_FORMAT = 1
@@ -197,61 +196,3 @@ class RunStore:
 
 
 # --- secrets ---------------------------------------------------------------------------------------
-
-REDACTED = "<redacted>"
-_SECRET_KEY = re.compile(r"(api_?key|secret|password|passwd|authorization|credential|(^|_)token)$|secret|api_?key",
-                         re.IGNORECASE)
-_SECRET_VALUE = re.compile(
-    r"\bsk-[A-Za-z0-9_\-]{8,}|\bAKIA[0-9A-Z]{16}\b|\bgh[pousr]_[A-Za-z0-9]{20,}|\bBearer\s+[A-Za-z0-9._~+/=\-]+",
-)
-
-
-_SECRET_ENV = re.compile(r"(_API_KEY|_TOKEN|_SECRET|_PASSWORD|_ACCESS_KEY)$|^(API_KEY|TOKEN)$")
-
-
-def is_secret_key(key: str) -> bool:
-    """``api_key``, ``OPENAI_API_KEY``, ``token``, ``access_token``, ``client_secret``, ``password``,
-    ``Authorization`` ... but not ``key``, ``max_tokens``, ``tokens`` or ``api_key_env`` (the *name*
-    of an environment variable)."""
-    key = key.replace("-", "_")
-    if key.lower().endswith("_env"):
-        return False
-    return bool(_SECRET_KEY.search(key))
-
-
-def _env_secrets() -> list[str]:
-    """Values of ``*_API_KEY``-like environment variables: masked wherever they appear."""
-    found = {v for k, v in os.environ.items() if _SECRET_ENV.search(k) and len(v) >= 8}
-    return sorted(found, key=len, reverse=True)
-
-
-def redact(value: Any) -> Any:
-    """A copy of plain data with secrets replaced by ``<redacted>``: values of secret-named keys,
-    anything that looks like an API key (``sk-…``, ``AKIA…``, ``ghp_…``, ``Bearer …``) and the
-    values of ``*_API_KEY``/``*_TOKEN``-like environment variables, anywhere in a string."""
-    return _redact(value, _env_secrets())
-
-
-def _redact(value: Any, known: list[str]) -> Any:
-    if isinstance(value, dict):
-        return {
-            k: (REDACTED if isinstance(k, str) and is_secret_key(k) and isinstance(v, str) and v
-                else _redact(v, known))
-            for k, v in value.items()
-        }
-    if isinstance(value, (list, tuple)):
-        return [_redact(v, known) for v in value]
-    if isinstance(value, str):
-        for secret in known:
-            value = value.replace(secret, REDACTED)
-        return _SECRET_VALUE.sub(REDACTED, value)
-    return value
-
-
-def has_redacted(value: Any) -> bool:
-    """Whether plain data still carries a ``<redacted>`` placeholder (it cannot be run as is)."""
-    if isinstance(value, dict):
-        return any(has_redacted(v) for v in value.values())
-    if isinstance(value, list):
-        return any(has_redacted(v) for v in value)
-    return isinstance(value, str) and REDACTED in value

@@ -272,7 +272,7 @@ def test_redact_secrets(monkeypatch):
     assert clean["policy"]["api_key_env"] == "OPENAI_API_KEY" and clean["policy"]["max_tokens"] == 100
     assert clean["budget"] == {"tokens": 5000, "usd": 1.0} and clean["environment"]["key"] == "a"
     assert spec["policy"]["api_key"] == "plain-key-value"  # a copy, the input is untouched
-    assert redact_text("use sk-abcdefghijkl now") == "use *** now"
+    assert redact_text("use sk-abcdefghijkl now") == "use <redacted> now"
 
 
 def test_client_for_is_run_scoped():
