@@ -65,7 +65,8 @@ def lint(session: nox.Session) -> None:
 def bench(session: nox.Session) -> None:
     """Performance scripts; each writes benchmarks/results/<name>.json."""
     # datasketch: the baseline bench_export measures MinHash dedup against
-    session.install("-e", ".[test,litellm]", *[a for p in PLUGINS for a in ("-e", f"plugins/{p}")], "datasketch")
+    session.install("-e", ".[test,litellm]", *[a for p in PLUGINS for a in ("-e", f"plugins/{p}")], "datasketch",
+                    "-e", "tests/testworld")  # bench_store runs the kv test world
     scripts = session.posargs or sorted(str(p) for p in (ROOT / "benchmarks").glob("bench_*.py"))
     for script in scripts:
         session.run("python", script, env={**TEST_ENV, "AGENTSYNTH_BENCH_OUT": str(ROOT / "benchmarks" / "results")})
