@@ -478,8 +478,8 @@ class McpSession:
         assert ep.command is not None and ep.url is not None
         try:
             process = await anyio.open_process(
-                [ep.command, *ep.args], env=ep.process_env(), cwd=ep.cwd, stdin=subprocess.DEVNULL,
-                stdout=log, stderr=log, start_new_session=True,
+                _dies_with_parent([ep.command, *ep.args]), env=ep.process_env(), cwd=ep.cwd,
+                stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
             )
         except OSError as exc:
             raise McpServerError(f"cannot start MCP server {ep.command!r}: {exc}") from exc
@@ -567,3 +567,20 @@ async def _stop_process_group(process: Any, grace: float = 2.0) -> None:
                 os.killpg(process.pid, signal.SIGKILL)
         with contextlib.suppress(Exception):
             await process.aclose()
+
+
+# Exec'd by a tiny launcher: ask Linux to SIGTERM the server when the agentsynth process dies, even
+# by SIGKILL (stdio servers notice their closed stdin; an HTTP server would otherwise live on).
+_PDEATHSIG_LAUNCHER = (
+    "import ctypes, os, signal, sys\n"
+    "ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG\n"
+    "if os.getppid() == int(sys.argv[1]):\n"
+    "    os.execvp(sys.argv[2], sys.argv[2:])\n"
+)
+
+
+def _dies_with_parent(argv: list[str]) -> list[str]:
+    """``argv`` wrapped so the process is killed when this process dies (Linux; elsewhere unchanged)."""
+    if not sys.platform.startswith("linux"):
+        return argv
+    return [sys.executable, "-c", _PDEATHSIG_LAUNCHER, str(os.getpid()), *argv]
