@@ -7,6 +7,7 @@ Every failure is caught here and recorded on the result with who caused it
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import queue
 import random
@@ -55,6 +56,15 @@ _idle_lock = threading.Lock()
 _MAX_IDLE = 64
 
 
+@functools.lru_cache(maxsize=4096)
+def _how_to_call(function: Any) -> str:
+    """``await`` (a coroutine function), ``inline`` (marked runs_inline) or ``thread``: asked for
+    every component call, answered once per function."""
+    if inspect.iscoroutinefunction(function):
+        return "await"
+    return "inline" if getattr(function, "__agentsynth_inline__", False) else "thread"
+
+
 class SyncWorker:
     """Runs one episode's sync component methods on one daemon thread.
 
@@ -74,9 +84,14 @@ class SyncWorker:
 
     async def call(self, fn: Callable[..., Any], *args: Any) -> Any:
         """Await ``fn(*args)``: coroutine functions directly, plain functions on the worker thread."""
-        if inspect.iscoroutinefunction(fn):
+        target = getattr(fn, "__func__", fn)
+        try:
+            how = _how_to_call(target)
+        except TypeError:  # an unhashable callable object: decide without the cache
+            how = _how_to_call.__wrapped__(target)
+        if how == "await":
             return await fn(*args)
-        if getattr(fn, "__agentsynth_inline__", False):  # quick and non-blocking: see components.runs_inline
+        if how == "inline":  # quick and non-blocking: see components.runs_inline
             return fn(*args)
         if self._thread is None:
             with _idle_lock:

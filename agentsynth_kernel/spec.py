@@ -83,18 +83,23 @@ class Pack:
     base_dir: Path = attrs.field(default=Path("."), init=False)
     source: str = attrs.field(default="", init=False)
     content_hash: str = attrs.field(default="", init=False)
+    _task_envs: dict[int, tuple[Task, ComponentSpec]] = attrs.field(factory=dict, init=False, repr=False, eq=False)
 
     def task_environment(self, task: Task) -> ComponentSpec:
-        """The pack's environment with the task's overrides merged in."""
-        base = self.environment or ComponentSpec("", {})
-        merged = {**base.params, **task.environment}
-        env_type = merged.pop("type", base.type)
-        return ComponentSpec(env_type, merged)
+        """The pack's environment with the task's overrides merged in: the same object for every
+        episode of the task, so what is derived from it (a structured spec) is derived once."""
+        cached = self._task_envs.get(id(task))
+        if cached is None or cached[0] is not task:
+            base = self.environment or ComponentSpec("", {})
+            merged = {**base.params, **task.environment}
+            env_type = merged.pop("type", base.type)
+            cached = self._task_envs[id(task)] = (task, ComponentSpec(env_type, merged))
+        return cached[1]
 
     def task_checkers(self, task: Task) -> list[ComponentSpec]:
         return [*self.checkers, *task.checkers]
 
-    @property
+    @functools.cached_property  # asked once per episode by the oracle policy; it stats a file
     def oracle_path(self) -> Path | None:
         if self.oracle:
             return self.base_dir / self.oracle
@@ -430,6 +435,32 @@ def _parameter_names(factory: Any) -> frozenset[str]:
         return frozenset()
 
 
+# id(ComponentSpec) -> (that ComponentSpec, its params structured into a *frozen* spec_cls instance).
+# A pack's component specs are built again for every episode; structuring them once is enough.
+_structured_cache: dict[int, tuple[ComponentSpec, type, Any]] = {}
+
+
+def _structured(cspec: ComponentSpec, spec_cls: type, source: str) -> Any:
+    cached = _structured_cache.get(id(cspec))
+    if cached is not None and cached[0] is cspec and cached[1] is spec_cls:
+        return cached[2]
+    spec = structure(cspec.params, spec_cls, source=source)
+    if _is_frozen(spec) and len(_structured_cache) < 4096:  # a mutable spec could be changed by its factory
+        _structured_cache[id(cspec)] = (cspec, spec_cls, spec)
+    return spec
+
+
+def _is_frozen(obj: Any) -> bool:
+    fields = attrs.fields(type(obj))
+    if not fields:
+        return True
+    try:
+        setattr(obj, fields[0].name, getattr(obj, fields[0].name))
+    except attrs.exceptions.FrozenInstanceError:
+        return True
+    return False
+
+
 def build(kind: str, cspec: ComponentSpec, *, host: PluginHost | None = None, **context: Any) -> Any:
     """Build a component from its spec. Context values (``base_dir``, ``task``, ``pack``, ``run``) are
     passed only to factories that declare them. The object is stamped with what built it, so a
@@ -437,7 +468,7 @@ def build(kind: str, cspec: ComponentSpec, *, host: PluginHost | None = None, **
     host = host or get_host()
     reg = host.get(kind, cspec.type)
     if reg.spec_cls is not None:
-        args: tuple[Any, ...] = (structure(cspec.params, reg.spec_cls, source=f"{kind} {cspec.type!r}"),)
+        args: tuple[Any, ...] = (_structured(cspec, reg.spec_cls, f"{kind} {cspec.type!r}"),)
         kwargs: dict[str, Any] = {}
     else:
         args, kwargs = (), dict(cspec.params)

@@ -215,3 +215,32 @@ policy: probe
     assert run(spec, pack, host=host).results[0].passed
     assert threads["inline"] is threading.main_thread()
     assert threads["worker"] is not threading.main_thread()
+
+
+def test_unhashable_callable_components_work(write, host):
+    import attrs
+
+    @attrs.define  # eq=True makes instances unhashable
+    class ActFn:
+        calls: int = 0
+
+        def __call__(self, state):
+            self.calls += 1
+            return ToolCall("set", {"key": "x", "value": "1"}) if not state.trajectory.steps else Answer("ok")
+
+    class Policy:
+        def __init__(self):
+            self.act = ActFn()
+
+    class Reg:
+        @hookimpl
+        def register_policies(self, register):
+            register("unhashable", Policy)
+
+    host.add_plugin(Reg(), "unhashable")
+    spec, pack = load_run_spec(write("spec.yaml", """
+environment: {type: kv}
+tasks: [{id: t, instruction: x, checkers: [{type: kv_equals, key: x, value: "1"}]}]
+policy: unhashable
+"""), host=host)
+    assert run(spec, pack, host=host).results[0].passed

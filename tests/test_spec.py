@@ -210,3 +210,34 @@ def test_a_string_is_not_a_list(write, host):
     lines = errors_of(path, host)
     assert f"{path}: only: expected a list, got str 'set-b'" in lines
     assert f"{path}: tasks: expected a list, got str 'abc'" in lines
+
+
+def test_frozen_component_specs_are_structured_once_mutable_ones_every_time(host):
+    import attrs
+
+    from agentsynth_kernel import hookimpl
+    from agentsynth_kernel.spec import build
+
+    @attrs.frozen
+    class Frozen:
+        size: int = 1
+
+    @attrs.define
+    class Mutable:
+        size: int = 1
+
+    seen = []
+
+    class Reg:
+        @hookimpl
+        def register_environments(self, register):
+            register("frozen_env", lambda spec: seen.append(spec) or object(), spec_cls=Frozen)
+            register("mutable_env", lambda spec: seen.append(spec) or object(), spec_cls=Mutable)
+
+    host.add_plugin(Reg(), "specs")
+    frozen, mutable = ComponentSpec("frozen_env", {"size": 3}), ComponentSpec("mutable_env", {"size": 3})
+    for cspec in (frozen, frozen, mutable, mutable):
+        build("environment", cspec, host=host)
+    assert seen[0] is seen[1] and seen[0] == Frozen(3)
+    assert seen[2] is not seen[3] and seen[2] == seen[3] == Mutable(3)
+    assert build("environment", ComponentSpec("frozen_env", {"size": 4}), host=host) and seen[-1] == Frozen(4)
