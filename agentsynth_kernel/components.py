@@ -57,13 +57,6 @@ def runs_inline(method: Any) -> Any:
     return method
 
 
-async def maybe_close(component: Any) -> None:
-    """Call ``close()`` (sync or async) if the component has one."""
-    close = getattr(component, "close", None)
-    if close is not None:
-        await call(close)
-
-
 @attrs.define
 class Turn:
     """What a policy returns when it has more to say than its actions.

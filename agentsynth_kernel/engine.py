@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import hashlib
-import inspect
 import json
 import logging
 import os
@@ -32,8 +31,9 @@ from .episode import EpisodeConfig, run_episode
 from .errors import AgentsynthError
 from .plugins import PluginHost, get_host
 from .records import EpisodeResult, Usage, from_json, to_builtins
+from .secrets import redact
 from .spec import ComponentSpec, Pack, RunSpec, Task, build, content_hash, select_tasks, unstructure
-from .store import STORE_FILE, RunStore, redact
+from .store import STORE_FILE, RunStore
 
 # Spec keys that may change between sessions of one run without --force: they do not change what an
 # episode does or which episodes exist (a larger budget is how a budget-stopped run continues).
@@ -469,9 +469,7 @@ async def close_services(info: RunInfo, store: RunStore | None) -> None:
             close = getattr(service, method, None)
             if callable(close):
                 try:
-                    result = close()
-                    if inspect.isawaitable(result):
-                        await result
+                    await call(close)
                 except Exception as exc:
                     log.warning("closing run service %r failed: %s", name, exc)
                 break

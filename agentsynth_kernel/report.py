@@ -7,8 +7,8 @@ from typing import Any
 
 from .engine import RunReport
 from .records import SCHEMA_VERSION, EpisodeResult, Usage, to_builtins
+from .secrets import redact
 from .stats import pass_at_k, pass_hat_k, wilson_interval
-from .store import redact
 
 # Failures that are not the agent's: they are left out of ``pass_rate_excluding_infra``. A policy that
 # raises is the agent under test failing (its code or its output), so ``policy`` is not among them.

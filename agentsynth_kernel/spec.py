@@ -555,11 +555,9 @@ def select_tasks(spec: RunSpec, pack: Pack) -> list[Task]:
     return tasks
 
 
+converter.register_unstructure_hook(ComponentSpec, ComponentSpec.to_dict)
+
+
 def unstructure(obj: Any) -> Any:
     """A spec object as plain data (for the run store and reports)."""
-    if isinstance(obj, ComponentSpec):
-        return obj.to_dict()
     return converter.unstructure(obj)
-
-
-converter.register_unstructure_hook(ComponentSpec, lambda c: c.to_dict())

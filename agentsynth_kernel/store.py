@@ -23,7 +23,6 @@ import msgspec
 
 from .errors import AgentsynthError
 from .records import EpisodeResult, from_json, to_json
-from .secrets import REDACTED, has_redacted, is_secret_key, redact  # noqa: F401 (re-exported)
 
 STORE_FILE = "run.sqlite"
 STORE_FORMAT = 1
@@ -140,9 +139,6 @@ class RunStore:
             " VALUES (?, ?, ?, ?, ?, ?, ?)",
             (result.task_id, result.trial, result.seed, result.status, result.error_kind, time.time(), to_json(result)),
         )
-
-    def done_keys(self) -> set[tuple[str, int, int]]:
-        return {(r[0], r[1], r[2]) for r in self._q("SELECT task_id, trial, seed FROM episodes")}
 
     def results(self, task_id: str | None = None) -> Iterator[EpisodeResult]:
         """Stored episodes in a stable order (task, trial), streaming; optionally one task's only."""

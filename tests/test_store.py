@@ -7,7 +7,8 @@ import sqlite3
 import pytest
 
 from agentsynth_kernel import AgentsynthError, EpisodeResult, Trajectory, Verdict
-from agentsynth_kernel.store import REDACTED, STORE_FILE, RunStore, has_redacted, is_secret_key, redact
+from agentsynth_kernel.secrets import REDACTED, has_redacted, is_secret_key, redact
+from agentsynth_kernel.store import STORE_FILE, RunStore
 
 
 def result(task: str = "t1", trial: int = 0, seed: int = 7, status: str = "passed") -> EpisodeResult:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import inspect
 import string
-from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -161,6 +160,3 @@ def to_action(value: Any, where: str = "action") -> Action:
             return ToolCall(name, args, id=str(value.get("id", "")))
     raise AgentsynthError(f"{where}: expected a ToolCall, an Answer, or a dict with 'tool'/'answer', got {value!r}")
 
-
-def to_actions(values: Iterable[Any]) -> list[Action]:
-    return [to_action(v, f"action {i}") for i, v in enumerate(values)]

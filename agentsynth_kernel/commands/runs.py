@@ -29,8 +29,9 @@ def load_stored_spec(run_dir: Path) -> tuple[Any, Any, Path | None]:
     (its path is stored too) is read instead, and the usual change check applies on resume.
     """
     from ..plugins import get_host
+    from ..secrets import has_redacted
     from ..spec import RunSpec, load_run_spec, resolve_pack, structure
-    from ..store import STORE_FILE, has_redacted
+    from ..store import STORE_FILE
 
     store = _open(run_dir)
     try:

@@ -37,8 +37,9 @@ from agentsynth_kernel.episode import EpisodeConfig, replay_episode, run_episode
 from agentsynth_kernel.errors import AgentsynthError
 from agentsynth_kernel.llm import LLMError
 from agentsynth_kernel.records import EpisodeResult, ToolCall, Trajectory, Usage, Verdict
+from agentsynth_kernel.secrets import redact
 from agentsynth_kernel.spec import Budget, ComponentSpec, Pack, RunSpec, Task, unstructure
-from agentsynth_kernel.store import RunStore, redact
+from agentsynth_kernel.store import RunStore
 
 # --- records ---------------------------------------------------------------------------------------
 
