@@ -167,6 +167,36 @@ def imported_results(trajectories: Iterable[Trajectory], *, status: str, provena
         )
 
 
+PROBLEMS_LISTED = 100  # per file, in the --json report
+
+
+def _nothing_read(files: list[dict[str, Any]]) -> str:
+    """Why an import wrote nothing: per file, how many records failed and the first few reasons."""
+    lines = ["nothing could be read: no trajectory was imported"]
+    for f in files:
+        if not f["problems"]:
+            lines.append(f"{f['file']}: no records")
+            continue
+        lines.append(f"{f['file']}: {f['problems']} records could not be read")
+        lines += f["problem_list"][:5]
+        if f["problems"] > 5:
+            lines.append(f"... {f['problems'] - 5} more")
+    return "\n".join(lines)
+
+
+def _remove_store(run_dir: Path, created: bool) -> None:
+    """Remove the store an import just created (the whole directory if the import created it)."""
+    import shutil
+
+    from agentsynth_kernel.store import STORE_FILE
+
+    if created:
+        shutil.rmtree(run_dir, ignore_errors=True)
+        return
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        (run_dir / (STORE_FILE + suffix)).unlink(missing_ok=True)
+
+
 @click.command("import")
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("-f", "--format", "fmt", default="auto", show_default=True, help="auto, openai, anthropic, otel, sharegpt, adp (or a plugin's importer).")
@@ -193,6 +223,7 @@ def import_cmd(files: tuple[Path, ...], fmt: str, output: Path, redact: bool, on
     for file in files:
         if not file.is_file():
             raise AgentsynthError(f"{file}: {'is a directory' if file.is_dir() else 'file not found'}")
+    created = not output.exists()
     store = new_run(output)
     redactor = Redactor() if redact else None
     run_id = store.get_meta("run_id") or uuid.uuid4().hex[:12]
@@ -224,20 +255,32 @@ def import_cmd(files: tuple[Path, ...], fmt: str, output: Path, redact: bool, on
             finally:
                 entry = {"file": str(file), "format": getattr(importer, "detected", "") or fmt,
                          "problems": getattr(importer, "problem_count", 0)}
+                if getattr(importer, "formats", None):
+                    entry["formats"] = dict(importer.formats)
+                entry["problem_list"] = list(getattr(importer, "problems", []))[:PROBLEMS_LISTED]
                 report["files"].append(entry)
             entry["imported"] = n
             total += n
         report["imported"] = total
         report["problems"] = sum(f["problems"] for f in report["files"])
+        if total == 0:
+            raise AgentsynthError(_nothing_read(report["files"]))
         if redactor is not None:
             report["redacted"] = redactor.report()
-        store.set_meta("import", report)
+        store.set_meta("import", {**report, "files": [{k: v for k, v in f.items() if k != "problem_list"}
+                                                      for f in report["files"]]})
         store.event("imported", **{k: v for k, v in report.items() if k != "files"})
-    finally:
+    except BaseException:
         store.close()
+        if total == 0:  # leave no empty run directory behind
+            _remove_store(output, created)
+        raise
+    store.close()
     lines = [f"imported {total} trajectories into {output} (run {run_id})"]
     for f in report["files"]:
-        lines.append(f"  {f['file']}: {f['imported']} ({f['format']}), {f['problems']} bad records skipped")
+        formats = f" ({_counts(f['formats'])})" if len(f.get("formats") or ()) > 1 else ""
+        lines.append(f"  {f['file']}: {f['imported']} ({f['format']}){formats}, "
+                     f"{f['problems']} records could not be read")
     if shown > 20:
         lines.append(f"  ... {shown - 20} more problems not shown")
     if redactor is not None:

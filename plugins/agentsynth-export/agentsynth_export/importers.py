@@ -11,7 +11,7 @@
   trace: messages from ``gen_ai.input.messages``/``gen_ai.output.messages`` (current semantic
   conventions), ``gen_ai.*.message``/``gen_ai.choice`` events, or the flattened
   ``gen_ai.prompt.N.*``/``gen_ai.completion.N.*`` attributes; ``execute_tool`` spans fill tool results.
-- ``auto``: picks one of the above from the first record.
+- ``auto``: detects the format of every record (a file may mix them); a span file is read as ``otel``.
 
 Every problem names the file and line (``trace.jsonl:17: ...``). With ``on_error: skip`` the
 record is skipped and the problem recorded (``problems``); with ``stop`` an AgentsynthError is
@@ -299,6 +299,15 @@ def _usage(u: Any) -> dict[str, int] | None:
 # --- OpenAI --------------------------------------------------------------------------------------------------
 
 
+def _no_anthropic_blocks(i: int, content: Any) -> None:
+    """An Anthropic tool block in an OpenAI record would be dropped as "not text": refuse the record."""
+    if isinstance(content, list):
+        for j, b in enumerate(content):
+            if isinstance(b, dict) and b.get("type") in ("tool_use", "tool_result", "server_tool_use"):
+                raise BadRecord(f"messages[{i}].content[{j}]: an Anthropic {b['type']} block in an OpenAI record "
+                                "(import it with --format anthropic or auto)")
+
+
 def openai_messages(raw: Any) -> list[dict[str, Any]]:
     if not isinstance(raw, list):
         raise BadRecord("'messages' must be a list")
@@ -307,6 +316,7 @@ def openai_messages(raw: Any) -> list[dict[str, Any]]:
         if not isinstance(m, dict) or "role" not in m:
             raise BadRecord(f"messages[{i}]: expected an object with a 'role'")
         role = m["role"]
+        _no_anthropic_blocks(i, m.get("content"))
         if role in ("system", "developer"):
             out.append({"role": "system", "content": _text(m.get("content"))})
         elif role == "user":
@@ -372,6 +382,10 @@ def anthropic_messages(raw: Any, system: Any = None) -> list[dict[str, Any]]:
     if system:
         out.append({"role": "system", "content": _text(system)})
     for i, m in enumerate(raw):
+        if isinstance(m, dict) and (m.get("role") in ("system", "developer", "tool", "function") or m.get("tool_calls")):
+            what = "tool_calls" if m.get("tool_calls") else f"role {m['role']!r}"
+            raise BadRecord(f"messages[{i}]: an OpenAI message ({what}) in an Anthropic record "
+                            "(import it with --format openai or auto)")
         if not isinstance(m, dict) or m.get("role") not in ("user", "assistant"):
             raise BadRecord(f"messages[{i}]: expected an object with role user or assistant")
         content = m.get("content")
@@ -859,19 +873,25 @@ class BaseImporter:
         path = Path(path)
         self._open_check(path)
         for line, obj in iter_json(path):
-            if isinstance(obj, BadRecord):
-                self.problem(f"{where(path, line)}: {obj}")
-                continue
-            try:
-                traj = self.convert(obj)
-            except BadRecord as exc:
-                self.problem(f"{where(path, line)}: {exc}")
-                continue
-            except (KeyError, TypeError, AttributeError, ValueError) as exc:
-                self.problem(f"{where(path, line)}: malformed {self.format_name} record ({type(exc).__name__}: {exc})")
-                continue
-            traj.metadata["import"].update(source=str(path), line=line, format=self.format_name)
-            yield traj
+            traj = self._one(path, line, obj, self.format_name, self.convert)
+            if traj is not None:
+                yield traj
+
+    def _one(self, path: Path, line: int, obj: Any, fmt: str, convert: Callable[[Any], Trajectory]) -> Trajectory | None:
+        """One record converted, or None after reporting why it could not be (``file:line: why``)."""
+        if isinstance(obj, BadRecord):
+            self.problem(f"{where(path, line)}: {obj}")
+            return None
+        try:
+            traj = convert(obj)
+        except BadRecord as exc:
+            self.problem(f"{where(path, line)}: {exc}")
+            return None
+        except (KeyError, TypeError, AttributeError, ValueError) as exc:
+            self.problem(f"{where(path, line)}: malformed {fmt} record ({type(exc).__name__}: {exc})")
+            return None
+        traj.metadata["import"].update(source=str(path), line=line, format=fmt)
+        return traj
 
     def convert(self, obj: Any) -> Trajectory:
         raise NotImplementedError
@@ -961,7 +981,8 @@ class OtelImporter(BaseImporter):
 
 
 def detect_format(obj: Any) -> str:
-    """``openai``, ``anthropic``, ``otel``, ``sharegpt`` or ``adp`` for one decoded record."""
+    """``openai``, ``anthropic``, ``otel``, ``sharegpt`` or ``adp`` for one decoded record (never raises:
+    a malformed record gets a format whose converter then says what is wrong with it)."""
     if isinstance(obj, dict):
         if "resourceSpans" in obj or ("context" in obj and "attributes" in obj) or "traceId" in obj:
             return "otel"
@@ -972,11 +993,12 @@ def detect_format(obj: Any) -> str:
         request = obj.get("request") if isinstance(obj.get("request"), dict) else obj
         if isinstance(obj.get("response"), dict) and obj["response"].get("type") == "message":
             return "anthropic"
+        messages = request.get("messages") if isinstance(request.get("messages"), list) else []
         if "system" in request and "messages" in request and not any(
-            isinstance(m, dict) and m.get("role") == "system" for m in request.get("messages") or []
+            isinstance(m, dict) and m.get("role") == "system" for m in messages
         ):
             return "anthropic"
-        for m in request.get("messages") or []:
+        for m in messages:
             content = m.get("content") if isinstance(m, dict) else None
             if isinstance(content, list) and any(
                 isinstance(b, dict) and b.get("type") in ("tool_use", "tool_result", "thinking") for b in content
@@ -1014,26 +1036,57 @@ IMPORTERS: dict[str, type[BaseImporter]] = {
 }
 
 
+CONVERTERS: dict[str, Callable[[Any], Trajectory]] = {
+    "openai": convert_openai, "anthropic": convert_anthropic, "sharegpt": convert_sharegpt, "adp": convert_adp,
+}
+
+
 @attrs.define(kw_only=True)
 class AutoImporter(BaseImporter):
-    """Detects the format from the first record of the file, then reads it with that importer."""
+    """Detects the format of every record, so one file may mix OpenAI, Anthropic, ShareGPT and ADP records.
+
+    A file whose first record is an OpenTelemetry span export is read by the otel importer as a whole
+    (spans of one trace are spread over many records); a span among chat records is a problem.
+    ``formats`` counts the records read per format; ``detected`` names them (``anthropic+openai``).
+    """
 
     format_name = "auto"
     detected: str = attrs.field(default="", init=False)
+    formats: dict[str, int] = attrs.field(factory=dict, init=False)
 
     def read(self, path: Path | str) -> Iterator[Trajectory]:
         path = Path(path)
         self._open_check(path)
-        fmt = "openai"
+        self.formats = {}
+        first = "openai"
         for _, obj in iter_json(path):
             if not isinstance(obj, BadRecord):
-                fmt = detect_format(obj)
+                first = detect_format(obj)
                 break
-        self.detected = fmt
-        inner = IMPORTERS[fmt](on_error=self.on_error)
+        self.detected = first
+        if first == "otel":
+            yield from self._read_otel(path)
+            return
+        formats = self.formats
+        for line, obj in iter_json(path):
+            fmt = "openai" if isinstance(obj, BadRecord) else detect_format(obj)
+            if fmt == "otel":
+                self.problem(f"{where(path, line)}: an OpenTelemetry span export among chat records "
+                             "(import span files on their own, with --format otel)")
+                continue
+            traj = self._one(path, line, obj, fmt, CONVERTERS[fmt])
+            if traj is not None:
+                formats[fmt] = formats.get(fmt, 0) + 1
+                self.detected = "+".join(sorted(formats))
+                yield traj
+
+    def _read_otel(self, path: Path) -> Iterator[Trajectory]:
+        inner = OtelImporter(on_error=self.on_error)
         inner.on_problem = self.on_problem
         try:
-            yield from inner.read(path)
+            for traj in inner.read(path):
+                self.formats["otel"] = self.formats.get("otel", 0) + 1
+                yield traj
         finally:
             self.problems = inner.problems
             self.problem_count = inner.problem_count

@@ -428,3 +428,69 @@ def test_sharegpt_variants_and_errors(tmp_path):
         f"{path}:2: conversations[1]: <tool_call> body is not JSON: Expecting property name enclosed in double quotes",
         f"{path}:3: conversations[0]: unknown role 'narrator'",
     ]
+
+
+# --- mixed files and records that cannot be read -------------------------------------------------------
+
+
+def test_auto_detects_each_record_of_a_mixed_file(tmp_path):
+    path = write_jsonl(tmp_path / "mixed.jsonl", [OPENAI_CONV, ANTHROPIC_CONV, OPENAI_REQ_RESP, ANTHROPIC_CONV])
+    importer = AutoImporter()
+    trajs = list(importer.read(path))
+    assert [t.metadata["import"]["format"] for t in trajs] == ["openai", "anthropic", "openai", "anthropic"]
+    # the Anthropic records keep their tool calls, system prompt and results
+    assert [c.name for c in trajs[1].tool_calls] == ["read_file", "read_file"] and trajs[1].system_prompt
+    assert trajs[1].steps[0].observation.content == "meeting at 10"
+    assert importer.formats == {"openai": 2, "anthropic": 2} and importer.detected == "anthropic+openai"
+    assert importer.problem_count == 0
+
+
+def test_a_record_of_the_other_format_is_a_problem_not_a_silent_loss(tmp_path):
+    path = write_jsonl(tmp_path / "claude.jsonl", [OPENAI_CONV, ANTHROPIC_CONV])
+    importer = OpenAIImporter()
+    assert len(list(importer.read(path))) == 1
+    assert importer.problem_count == 1 and importer.problems[0].startswith(f"{path}:2: ")
+    assert "Anthropic" in importer.problems[0] and "tool_use" in importer.problems[0]
+    importer = AnthropicImporter()
+    assert len(list(importer.read(path))) == 1
+    assert importer.problem_count == 1 and importer.problems[0].startswith(f"{path}:1: ")
+    assert "OpenAI" in importer.problems[0]
+
+
+def test_auto_reports_spans_mixed_into_chat_records(tmp_path):
+    path = write_jsonl(tmp_path / "m.jsonl", [OPENAI_CONV, otlp_line(semconv_trace("b" * 32, "Oslo"))])
+    importer = AutoImporter()
+    assert len(list(importer.read(path))) == 1
+    assert importer.problem_count == 1 and importer.problems[0].startswith(f"{path}:2: ")
+    assert "OpenTelemetry" in importer.problems[0]
+
+
+def test_import_command_reports_mixed_formats_and_problems_with_lines(tmp_path):
+    path = write_jsonl(tmp_path / "mixed.jsonl", [OPENAI_CONV, ANTHROPIC_CONV, {"messages": 3}],
+                       raw_lines={1: "not json"})
+    run = tmp_path / "run"
+    proc = agentsynth("import", str(path), "-o", str(run), "--json")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["imported"] == 2 and report["problems"] == 2
+    (entry,) = report["files"]
+    assert entry["formats"] == {"openai": 1, "anthropic": 1} and entry["format"] == "anthropic+openai"
+    assert [p.split(": ")[0] for p in entry["problem_list"]] == [f"{path}:2", f"{path}:4"]
+    store = RunStore(run)
+    assert sum(len(r.trajectory.tool_calls) for r in store.results()) == 4
+    store.close()
+    proc = agentsynth("import", str(path), "-o", str(tmp_path / "run2"))
+    assert proc.returncode == 0 and "openai=1, anthropic=1" in proc.stdout and "2 records could not be read" in proc.stdout
+
+
+def test_import_command_fails_when_nothing_could_be_read(tmp_path):
+    path = write_jsonl(tmp_path / "junk.jsonl", [{"messages": 3}, {"hello": "world"}], raw_lines={0: "nope"})
+    run = tmp_path / "run"
+    proc = agentsynth("import", str(path), "-o", str(run))
+    assert proc.returncode == 2, proc.stdout
+    assert "nothing could be read" in proc.stderr and f"{path}:1:" in proc.stderr and "Traceback" not in proc.stderr
+    assert not run.exists()  # no empty run directory is left behind
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n")
+    proc = agentsynth("import", str(empty), "-o", str(run), "--json")
+    assert proc.returncode == 2 and "no records" in proc.stderr and not run.exists()
