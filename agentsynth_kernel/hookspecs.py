@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from .engine import RunInfo
     from .records import EpisodeResult
     from .spec import RunSpec
+    from .testing.adversarial import Exploit
 
 hookspec = pluggy.HookspecMarker("agentsynth")
 hookimpl = pluggy.HookimplMarker("agentsynth")
@@ -274,4 +275,29 @@ def scaffold_pack(name: str, directory: Path, environment: str | None, schema: P
             (directory / "pack.yaml").write_text(render_pack(name, schema))
             (directory / "oracle.py").write_text(render_oracle(schema))
             return [directory / "pack.yaml", directory / "oracle.py"]
+    """
+
+
+# --- verdict integrity -----------------------------------------------------------------------------
+
+
+@hookspec
+def adversarial_exploits(environment: str) -> list[Exploit] | None:
+    """Exploit attempts against worlds of type ``environment`` (the pack's ``environment.type``):
+    the ways an agent could try to pass a task without doing it in this world (shadowing the
+    objects a checker reads, writing outside the world, exhausting the host, making checkers
+    hang). ``agentsynth pack audit`` and ``pack validate`` run them with the kit's generic ones
+    and fail a pack where any passes. Return ``None`` for environments of other plugins. Called
+    synchronously; every plugin's list is used.
+
+    Example::
+
+        from agentsynth_kernel.testing.adversarial import Exploit
+
+        @hookimpl
+        def adversarial_exploits(environment):
+            if environment != "counter":
+                return None
+            return [Exploit("counter.negative", "count down past zero to wrap around",
+                            [{"tool": "inc", "arguments": {"by": -2**63}}])]
     """

@@ -53,7 +53,8 @@ def test_a_good_pack_passes_every_gate(cli, good, tmp_path):
     code, out, err = cli("pack", "validate", "kvgood", *FAST, "--json", "g.json")
     assert code == 0, out + err
     result = gates(tmp_path)
-    assert list(result) == ["schema", "unique-ids", "world-state-checkers", "oracle", "determinism", "floors"]
+    assert list(result) == ["schema", "unique-ids", "world-state-checkers", "oracle", "determinism", "floors",
+                            "robustness"]
     assert all(g["status"] == "pass" and not g["problems"] for g in result.values())
     assert "all gates pass" in out
 

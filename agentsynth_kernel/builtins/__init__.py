@@ -15,6 +15,8 @@ def register_policies(register: Any) -> None:
              description="Claims the task is done without acting (tests that checkers read the world)")
     register("random", policies.RandomPolicy, description="Random schema-valid tool calls (floor baseline)")
     register("callable", policies.CallablePolicy, description="Your own function: 'module:function' or 'file.py:function'")
+    register("scripted", policies.ScriptedPolicy,
+             description="Plays a fixed list of actions (a transcript replay, an exploit attempt)")
     register("oracle", policies.OraclePolicy, description="The pack's scripted oracle (oracle.py)")
     register("llm", llm_policy.LLMPolicy, description="Any chat model as the agent, via OpenAI tool calling (llm.py)")
 
@@ -23,3 +25,5 @@ def register_policies(register: Any) -> None:
 def register_checkers(register: Any) -> None:
     register("called_tool", checkers.CalledTool, description="The agent called a tool (optionally with given arguments)")
     register("answer_contains", checkers.AnswerContains, description="The final answer contains text / matches a regex")
+    register("answer_number", checkers.AnswerNumber,
+             description="The final answer states exactly one number (besides the task's own) and it is right")

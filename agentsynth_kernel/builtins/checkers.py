@@ -5,6 +5,7 @@ They never block, so the engine runs them on the event loop (``runs_inline``).
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -35,18 +36,34 @@ class CalledTool:
 
 class AnswerContains:
     """Passes when the final answer contains every string of ``text`` (case-insensitive by
-    default) and matches ``regex`` if given. Use next to a world-state checker, not instead of one."""
+    default) and matches ``regex`` if given. Use next to a world-state checker, not instead of one.
 
-    def __init__(self, text: str | list[str] = (), regex: str | None = None, case_sensitive: bool = False) -> None:
+    Against stuffed answers (every candidate listed at once): ``reject`` is text or regexes that
+    must not appear (e.g. ``'\\b(done|cancelled)\\b'`` on a task that must be refused), and
+    ``max_chars`` caps the answer's length."""
+
+    def __init__(self, text: str | list[str] = (), regex: str | None = None, case_sensitive: bool = False,
+                 reject: str | list[str] = (), max_chars: int | None = None) -> None:
         self.texts = [text] if isinstance(text, str) else list(text)
-        self.regex = re.compile(regex, 0 if case_sensitive else re.IGNORECASE) if regex else None
+        flags = 0 if case_sensitive else re.IGNORECASE
+        self.regex = re.compile(regex, flags) if regex else None
+        self.rejects = [re.compile(r, flags) for r in ([reject] if isinstance(reject, str) else list(reject))]
         self.case_sensitive = case_sensitive
+        if max_chars is not None and max_chars < 1:
+            raise ValueError("answer_contains: max_chars must be at least 1")
+        self.max_chars = max_chars
         if not self.texts and self.regex is None:
             raise ValueError("answer_contains needs 'text' or 'regex'")
 
     @runs_inline
     def check(self, env: Any, trajectory: Trajectory) -> Verdict:
         answer = trajectory.final_answer or ""
+        if self.max_chars is not None and len(answer) > self.max_chars:
+            return Verdict("answer_contains", False, 0.0,
+                           f"answer is {len(answer)} characters long, more than max_chars={self.max_chars}")
+        rejected = next((r.pattern for r in self.rejects if r.search(answer)), None)
+        if rejected is not None:
+            return Verdict("answer_contains", False, 0.0, f"answer matches the rejected pattern /{rejected}/")
         hay = answer if self.case_sensitive else answer.lower()
         missing = [t for t in self.texts if (t if self.case_sensitive else t.lower()) not in hay]
         regex_ok = self.regex is None or bool(self.regex.search(answer))
@@ -55,3 +72,36 @@ class AnswerContains:
             f"answer lacks {missing!r}" if missing else f"answer does not match /{self.regex.pattern}/"  # type: ignore[union-attr]
         )
         return Verdict("answer_contains", ok, float(ok), detail)
+
+
+_NUMBER = re.compile(r"(?<![\w.\-])[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?![\w])")
+
+
+def numbers_in(text: str) -> list[float]:
+    """Every number written in ``text`` (``1,299.50`` is one number; ``HAT-01`` or ``v2`` are none)."""
+    return [float(m.group().replace(",", "")) for m in _NUMBER.finditer(text)]
+
+
+class AnswerNumber:
+    """Passes when the final answer states exactly one number besides those in the instruction,
+    and it equals ``value`` (within ``tolerance``). An answer listing several candidates fails,
+    so a policy cannot farm a numeric question by answering every number at once."""
+
+    def __init__(self, value: float, tolerance: float = 0.0) -> None:
+        if not math.isfinite(value) or not math.isfinite(tolerance) or tolerance < 0:
+            raise ValueError("answer_number: value and tolerance must be finite numbers, tolerance >= 0")
+        self.value, self.tolerance = float(value), float(tolerance)
+
+    @runs_inline
+    def check(self, env: Any, trajectory: Trajectory) -> Verdict:
+        given = set(numbers_in(trajectory.instruction or ""))
+        stated = sorted({n for n in numbers_in(trajectory.final_answer or "") if n not in given})
+        if not stated:
+            return Verdict("answer_number", False, 0.0, f"the answer states no number (expected {self.value:g})")
+        if len(stated) > 1:
+            shown = ", ".join(f"{n:g}" for n in stated[:8]) + (" ..." if len(stated) > 8 else "")
+            return Verdict("answer_number", False, 0.0, f"the answer states {len(stated)} numbers ({shown}); "
+                           f"expected exactly one: {self.value:g}")
+        ok = abs(stated[0] - self.value) <= self.tolerance
+        return Verdict("answer_number", ok, float(ok),
+                       f"the answer states {stated[0]:g}" + ("" if ok else f", expected {self.value:g}"))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import string
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -99,6 +100,35 @@ class CallablePolicy:
 
     def act(self, state: EpisodeState) -> Any:  # replaced per instance
         raise NotImplementedError
+
+
+class ScriptedPolicy:
+    """Plays a fixed list of actions (``{"tool": ..., "arguments": ...}`` / ``{"answer": ...}`` dicts or
+    ToolCall / Answer objects), then answers: replays a transcript, or an exploit attempt of the
+    adversarial test kit (``agentsynth_kernel.testing.adversarial``)."""
+
+    def __init__(self, actions: list[Any] | Callable[[EpisodeState], list[Any]]) -> None:
+        # a callable is asked once, at the first turn, when the task and the tools are known
+        self.make = actions if callable(actions) else None
+        self.actions = [] if callable(actions) else _actions(actions)
+        self.position = 0
+
+    @runs_inline
+    def act(self, state: EpisodeState) -> Action:
+        if self.make is not None:
+            self.actions, self.make = _actions(self.make(state)), None
+        action = self.actions[min(self.position, len(self.actions) - 1)]
+        self.position += 1
+        if isinstance(action, ToolCall) and not action.id:
+            action = ToolCall(action.name, action.arguments, id=f"call_{self.position}")
+        return action
+
+
+def _actions(raw: list[Any]) -> list[Action]:
+    actions = [to_action(a, f"actions[{i}]") for i, a in enumerate(raw)]
+    if not actions or not isinstance(actions[-1], Answer):
+        actions.append(Answer(""))
+    return actions
 
 
 class OraclePolicy:

@@ -9,7 +9,11 @@
 - ``oracle``: the pack's oracle passes every task (100 %);
 - ``determinism``: the same seed gives identical trajectories (oracle and random, run twice);
 - ``floors``: ``noop``, ``random`` and ``claim_success`` pass no task (0 %); an environment
-  that crashes under them (instead of returning an error observation) is reported as a warning.
+  that crashes under them (instead of returning an error observation) is reported as a warning;
+- ``robustness``: ``pack audit``'s exploits (generic and the world's own) farm no more tasks than
+  ``--min-robustness`` allows, and no instruction gives its answer away.
+
+``audit`` runs the adversarial kit alone and prints a per-task robustness table.
 
 Scaffolding for ``new`` comes from plugins through the ``scaffold_pack`` hook (the SQL
 plugin turns a CREATE TABLE file into tasks, checkers and a working oracle).
@@ -189,14 +193,14 @@ def _first_difference(a: Any, b: Any) -> str:
 
 
 def validate_pack(ref: str | Path, *, seed: int = 0, random_trials: int = 3, concurrency: int = 4,
-                  timeout: float = 60.0) -> tuple[Any, list[Gate]]:
+                  timeout: float = 60.0, min_robustness: float = 1.0) -> tuple[Any, list[Gate]]:
     """Run every gate on a pack; returns (pack or None, gates)."""
     from ..errors import SpecError
     from ..plugins import get_host
     from ..spec import check_pack, load_pack
 
     host = get_host()
-    names = ("schema", "unique-ids", "world-state-checkers", "oracle", "determinism", "floors")
+    names = ("schema", "unique-ids", "world-state-checkers", "oracle", "determinism", "floors", "robustness")
     gates = {n: Gate(n) for n in names}
 
     def skip_rest(after: str, why: str) -> None:
@@ -270,7 +274,26 @@ def validate_pack(ref: str | Path, *, seed: int = 0, random_trials: int = 3, con
     if crashes:  # not a gate of its own: worth knowing, but a world may legitimately refuse garbage
         gates["floors"].note = (f"warning: {len(crashes)} floor episode(s) crashed the environment or a checker "
                                 f"instead of getting an error observation, e.g. {crashes[0]}")
+    # robustness: the adversarial kit farms nothing (or no more than --min-robustness allows)
+    from ..audit import audit_pack
+
+    report = audit_pack(pack, host=host, seed=seed, timeout=timeout, concurrency=concurrency)
+    for entry in report.tasks:
+        if not entry.robust:
+            gates["robustness"].problems.append(f"task {entry.task_id!r}: {_audit_problem(entry)}")
+    gates["robustness"].note = (f"robustness {report.robustness:.0%} over {len(report.exploits)} attempts per task "
+                                f"(minimum {min_robustness:.0%})")
+    if report.robustness < min_robustness or any(e.host_problems for e in report.tasks):
+        gates["robustness"].status = "fail"
     return pack, list(gates.values())
+
+
+def _audit_problem(entry: Any) -> str:
+    parts = []
+    if entry.farmed_by:
+        parts.append("passed by " + ", ".join(entry.farmed_by))
+    parts += entry.leaks + [f"host touched: {p}" for p in entry.host_problems]
+    return "; ".join(parts)
 
 
 @pack.command("validate")
@@ -281,14 +304,17 @@ def validate_pack(ref: str | Path, *, seed: int = 0, random_trials: int = 3, con
 @click.option("--concurrency", type=click.IntRange(min=1), default=4, show_default=True)
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=60.0, show_default=True,
               help="Seconds per episode.")
+@click.option("--min-robustness", type=click.FloatRange(0, 1), default=1.0, show_default=True,
+              help="Share of tasks that no exploit of `pack audit` may pass.")
 @click.option("--json", "json_path", metavar="PATH", help="Write the gates as JSON ('-' for stdout).")
 @click.pass_context
 def validate(ctx: click.Context, ref: str, seed: int, random_trials: int, concurrency: int, timeout: float,
-             json_path: str | None) -> None:
+             min_robustness: float, json_path: str | None) -> None:
     """Check a pack with every gate: schema, unique ids, world-state checkers, oracle 100%,
-    determinism, and 0% floors for noop / random / claim_success. Exit 1 if any gate fails."""
+    determinism, 0% floors for noop / random / claim_success, and robustness against the
+    adversarial kit (see `pack audit`). Exit 1 if any gate fails."""
     pack_obj, gates = validate_pack(ref, seed=seed, random_trials=random_trials, concurrency=concurrency,
-                                    timeout=timeout)
+                                    timeout=timeout, min_robustness=min_robustness)
     ok = all(g.status != "fail" for g in gates)
     data = {"pack": getattr(pack_obj, "id", str(ref)), "source": getattr(pack_obj, "source", str(ref)),
             "tasks": len(pack_obj.tasks) if pack_obj is not None else 0, "passed": ok,
@@ -324,6 +350,63 @@ def _print_gates(data: dict[str, Any], gates: list[Gate]) -> None:
         if g.note:
             console.print(f"{g.name}: {g.note}", markup=False, highlight=False, soft_wrap=True)
     console.print("[green]all gates pass[/]" if data["passed"] else "[red]validation failed[/]")
+
+
+# --- audit ----------------------------------------------------------------------------------------
+
+
+@pack.command("audit")
+@click.argument("ref", metavar="PATH|NAME")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--concurrency", type=click.IntRange(min=1), default=4, show_default=True)
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=60.0, show_default=True,
+              help="Seconds per attempt.")
+@click.option("--min-robustness", type=click.FloatRange(0, 1), default=1.0, show_default=True,
+              help="Exit 1 when the share of tasks no attempt could pass is below this.")
+@click.option("--json", "json_path", metavar="PATH", help="Write the audit as JSON ('-' for stdout).")
+def audit(ref: str, seed: int, concurrency: int, timeout: float, min_robustness: float,
+          json_path: str | None) -> None:
+    """Attack every task with trivial and hostile agents (noop, random, claim success, canned and
+    stuffed answers, echo of the task, replayed transcripts, and the world's own exploits) and
+    print which tasks any of them passes. Exit 1 if robustness is below --min-robustness or an
+    attempt touched the host."""
+    from ..audit import audit_pack
+    from ..plugins import get_host
+    from ..spec import load_pack
+
+    host = get_host()
+    pack_obj = load_pack(ref, host=host)
+    report = audit_pack(pack_obj, host=host, seed=seed, timeout=timeout, concurrency=concurrency)
+    data = report.to_dict()
+    if json_path:
+        text = json.dumps(data, indent=2)
+        if json_path == "-":
+            click.echo(text)
+        else:
+            Path(json_path).write_text(text + "\n", encoding="utf-8")
+    if json_path != "-":
+        _print_audit(report, min_robustness)
+    if report.robustness < min_robustness or any(t.host_problems for t in report.tasks):
+        sys.exit(1)
+
+
+def _print_audit(report: Any, min_robustness: float) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    table = Table(title=f"pack {report.pack} · {len(report.exploits)} attempts per task")
+    for column in ("task", "attempts", "errors", "result", "passed by / problem"):
+        table.add_column(column, justify="right" if column in ("attempts", "errors") else "left")
+    for entry in report.tasks:
+        mark = "[green]robust[/]" if entry.robust else "[red]FARMABLE[/]"
+        table.add_row(entry.task_id, str(entry.attempts), str(entry.errors or ""), mark,
+                      _audit_problem(entry) if not entry.robust else "")
+    console.print(table)
+    ok = report.robustness >= min_robustness
+    colour = "green" if ok else "red"
+    console.print(f"[{colour}]robustness {report.robustness:.0%}[/] (tasks no attempt could pass; minimum "
+                  f"{min_robustness:.0%})")
 
 
 # --- list -----------------------------------------------------------------------------------------
