@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import importlib.util
+import os
 import sys
 import threading
 from pathlib import Path
@@ -49,11 +50,51 @@ def _import_file(path: Path) -> ModuleType:
     return module
 
 
-def import_object(ref: str, *, base_dir: Path | None = None) -> Any:
-    """Resolve ``module:attr`` / ``file.py:attr`` (relative files against ``base_dir``)."""
+class CodeRef:
+    """Marks a factory parameter that names code, ``Annotated[str, CodeRef()]``: when the spec is
+    loaded, the file or module must exist, and a relative ``file.py`` is made absolute against the
+    folder of the file that names it (so a spec's ``agent.py:act`` works with any pack)."""
+
+    def __repr__(self) -> str:
+        return "CodeRef()"
+
+
+def _split(ref: str) -> tuple[str, str]:
     target, sep, attr = ref.rpartition(":")
     if not sep or not target or not attr:
         raise AgentsynthError(f"{ref!r}: expected 'module:function' or 'file.py:function'")
+    return target, attr
+
+
+def code_ref_problem(ref: str, base_dir: Path | None) -> str | None:
+    """Why ``ref`` cannot be loaded (checked at load time; a file is not run), or None."""
+    try:
+        target, _ = _split(ref)
+    except AgentsynthError as exc:
+        return str(exc)
+    if target.endswith(".py"):
+        path = Path(target)
+        if not path.is_absolute() and base_dir is not None:
+            path = base_dir / path
+        return None if path.is_file() else f"file not found: {path}"
+    try:  # imports the parent packages of a dotted name, not the module itself
+        found = importlib.util.find_spec(target)
+    except Exception as exc:
+        return f"cannot import module {target!r}: {type(exc).__name__}: {exc}"
+    return None if found is not None else f"no module named {target!r}"
+
+
+def absolute_code_ref(ref: str, base_dir: Path) -> str:
+    """``file.py:attr`` with the file made absolute against ``base_dir``; modules are left as they are."""
+    target, attr = _split(ref)
+    if not target.endswith(".py") or Path(target).is_absolute():
+        return ref
+    return f"{os.path.abspath(base_dir / target)}:{attr}"
+
+
+def import_object(ref: str, *, base_dir: Path | None = None) -> Any:
+    """Resolve ``module:attr`` / ``file.py:attr`` (relative files against ``base_dir``)."""
+    target, attr = _split(ref)
     if target.endswith(".py"):
         path = Path(target)
         if not path.is_absolute() and base_dir is not None:

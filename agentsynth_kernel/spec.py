@@ -8,13 +8,18 @@ No traceback reaches the user for bad input: everything raises SpecError.
 
 from __future__ import annotations
 
+import collections.abc
 import functools
 import hashlib
 import inspect
+import math
+import os
 import re
+import types
+import typing
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal, Union
 
 import attrs
 import cattrs
@@ -23,7 +28,8 @@ from cattrs.cols import list_structure_factory
 from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError, IterableValidationError
 from cattrs.v import format_exception, transform_error
 
-from .errors import SpecError, did_you_mean
+from .errors import AgentsynthError, SpecError, did_you_mean
+from .importing import CodeRef, absolute_code_ref, code_ref_problem
 from .plugins import PluginHost, Registration, get_host
 
 SPLITS = ("train", "test")
@@ -32,6 +38,30 @@ _ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
 
 class InvalidValue(ValueError):
     """A value error whose message is shown to the user as is."""
+
+
+@attrs.frozen
+class Bounds:
+    """``Annotated[int, Bounds(low=1)]`` on a factory parameter: the value must be >= ``low``,
+    <= ``high`` and > ``above``, checked when the spec is loaded (not when an episode starts)."""
+
+    low: float | None = None
+    high: float | None = None
+    above: float | None = None
+
+    def problem(self, value: Any) -> str | None:
+        """What is wrong with a number (None when it is in range, or not a number)."""
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return None
+        if (self.low is not None and value < self.low) or (self.high is not None and value > self.high) \
+                or (self.above is not None and value <= self.above):
+            return f"{self.describe()}, got {value!r}"
+        return None
+
+    def describe(self) -> str:
+        parts = [f">= {self.low:g}" if self.low is not None else "", f"> {self.above:g}" if self.above is not None else "",
+                 f"<= {self.high:g}" if self.high is not None else ""]
+        return " and ".join(p for p in parts if p)
 
 
 # --- schema ---------------------------------------------------------------------------------------
@@ -157,6 +187,10 @@ def _strict(kind: type, label: str) -> Callable[[Any, type], Any]:
             return float(value)
         if not isinstance(value, kind):
             raise InvalidValue(f"expected {label}, got {_describe(value)}")
+        if kind is float and math.isnan(value):
+            raise InvalidValue(f"expected {label}, got nan")
+        if kind is dict:
+            _string_keys(value)
         return value
 
     return hook
@@ -182,13 +216,19 @@ def _structure_component(value: Any, _: type) -> ComponentSpec:
     kind = value["type"]
     if not isinstance(kind, str) or not kind:
         raise InvalidValue(f"'type' must be a name, got {_describe(kind)}")
-    params = {str(k): v for k, v in value.items() if k != "type"}
-    return ComponentSpec(kind, params)
+    return ComponentSpec(kind, {k: v for k, v in _string_keys(value).items() if k != "type"})
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
     if not isinstance(value, Mapping):
         raise InvalidValue(f"expected a mapping, got {_describe(value)}")
+    return _string_keys(value)
+
+
+def _string_keys(value: Mapping[Any, Any]) -> Mapping[str, Any]:
+    for key in value:
+        if not isinstance(key, str):
+            raise InvalidValue(f"expected a mapping with string keys, got the key {_describe(key)}")
     return value
 
 
@@ -279,36 +319,187 @@ def structure(data: Any, cls: type, *, source: str, prefix: str = "") -> Any:
         return converter.structure(data, cls)
     except (ClassValidationError, IterableValidationError) as exc:
         raise SpecError(source, _paths(transform_error(exc, format_exception=_format), prefix)) from None
-    except InvalidValue as exc:
-        raise SpecError(source, [f"{prefix}: {exc}" if prefix else str(exc)]) from None
+    except (InvalidValue, TypeError, ValueError, AgentsynthError) as exc:  # incl. a spec_cls's own checks
+        text = str(exc) if isinstance(exc, (InvalidValue, AgentsynthError)) else f"{type(exc).__name__}: {exc}"
+        raise SpecError(source, [f"{prefix}: {text}" if prefix else text]) from None
 
 
 # --- loading ---------------------------------------------------------------------------------------
 
 
+MAX_FILE_BYTES = 5 * 1024 * 1024  # specs and packs are small; a bigger file is a mistake (or an attack)
+MAX_DEPTH = 50  # a real pack nests a dozen levels at most
+MAX_VALUES = 1_000_000  # values after YAML aliases are expanded (a "billion laughs" file stops here)
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: a 5 MB scalar parses in ~0.1 s
+
+
 def read_yaml(path: Path) -> Any:
-    """Parse a YAML file; a missing file or a syntax error is a SpecError with line and column."""
+    """Parse a YAML file; a missing file, a syntax error, a file over 5 MB or nested more than 50
+    levels is a SpecError (with line and column for syntax errors), never a hang or a traceback."""
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open("rb") as handle:
+            raw = handle.read(MAX_FILE_BYTES + 1)
     except FileNotFoundError:
         raise SpecError(str(path), ["file not found"]) from None
     except IsADirectoryError:
         raise SpecError(str(path), ["is a directory, expected a YAML file"]) from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
         raise SpecError(str(path), [f"cannot read: {exc}"]) from None
+    if len(raw) > MAX_FILE_BYTES:
+        raise SpecError(str(path), [f"file is larger than {MAX_FILE_BYTES // (1024 * 1024)} MB: not a spec or pack"])
     try:
-        return yaml.safe_load(text)
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SpecError(str(path), [f"cannot read: not UTF-8 text ({exc})"]) from None
+    try:
+        data = yaml.load(text, Loader=_Loader)  # noqa: S506 (a safe loader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
         problem = getattr(exc, "problem", None) or str(exc)
         raise SpecError(str(path), [f"{where}invalid YAML: {problem}"]) from None
+    except RecursionError:
+        raise SpecError(str(path), [f"nested more than {MAX_DEPTH} levels deep"]) from None
+    except (TypeError, ValueError) as exc:  # e.g. an unhashable key the constructor trips on
+        raise SpecError(str(path), [f"invalid YAML: {exc}"]) from None
+    check_shape(data, str(path))
+    return data
+
+
+class _ShapeError(Exception):
+    def __init__(self, message: str) -> None:
+        self.message, self.path = message, ""
+
+    def inside(self, segment: str) -> _ShapeError:
+        self.path = segment + ("." + self.path if self.path and not self.path.startswith("[") else self.path)
+        return self
+
+
+def check_shape(data: Any, source: str) -> None:
+    """Refuse data nested deeper than MAX_DEPTH, with more than MAX_VALUES values once aliases are
+    expanded, or with an alias that contains itself: the structuring code after this recurses."""
+    seen: dict[int, tuple[int, int]] = {}  # id(container) -> (values, height): a shared alias is walked once
+    active: set[int] = set()
+    total = 0
+
+    def walk(node: Any, depth: int) -> tuple[int, int]:
+        nonlocal total
+        if not isinstance(node, (dict, list)):
+            return 1, 0
+        key = id(node)
+        if key in active:
+            raise _ShapeError("a YAML alias contains itself")
+        size, height = seen.get(key) or (0, 0)
+        if not size:
+            if depth >= MAX_DEPTH:
+                raise _ShapeError(f"nested more than {MAX_DEPTH} levels deep")
+            active.add(key)
+            size = 1
+            for segment, child in (((str(k), v) for k, v in node.items()) if isinstance(node, dict)
+                                   else ((f"[{i}]", v) for i, v in enumerate(node))):
+                try:
+                    child_size, child_height = walk(child, depth + 1)
+                except _ShapeError as exc:
+                    raise exc.inside(segment) from None
+                size += child_size
+                height = max(height, child_height + 1)
+            active.discard(key)
+            seen[key] = (size, height)
+        elif depth + height > MAX_DEPTH:
+            raise _ShapeError(f"nested more than {MAX_DEPTH} levels deep")
+        total += size
+        if total > MAX_VALUES:
+            raise _ShapeError(f"more than {MAX_VALUES:,} values (after expanding YAML aliases)")
+        return size, height
+
+    try:
+        walk(data, 0)
+    except _ShapeError as exc:
+        raise SpecError(source, [f"{exc.path}: {exc.message}" if exc.path else exc.message]) from None
 
 
 def _top_mapping(data: Any, source: str, what: str) -> Mapping[str, Any]:
     if not isinstance(data, Mapping):
         raise SpecError(source, [f"expected a mapping at the top level ({what}), got {_describe(data)}"])
+    bad = [k for k in data if not isinstance(k, str)]
+    if bad:
+        raise SpecError(source, [f"top level: keys must be names, got {_describe(k)}" for k in bad])
     return data
+
+
+# --- ${VAR} in strings -------------------------------------------------------------------------------
+
+_REFERENCE = re.compile(r"\$\$\{|\$\{([^{}]*)\}|\$\{")
+_VARIABLE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(?::(.*))?$", re.DOTALL)
+_NUMBER = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
+_from_environment: set[str] = set()
+
+
+def substituted_values() -> frozenset[str]:
+    """Every value this process took from the environment for a ``${VAR}``: the run store must not
+    hold them (a spec names ``${OPENAI_API_KEY}``, not the key)."""
+    return frozenset(_from_environment)
+
+
+def expand_variables(data: Any, source: str, environ: Mapping[str, str] | None = None) -> Any:
+    """``${VAR}`` and ``${VAR:default}`` in every string value (not in keys), ``$${`` for a literal
+    ``${``. A value that is one whole ``${...}`` becomes the number or true/false its text spells,
+    so ``trials: ${TRIALS}`` works. An unset variable without a default is a SpecError."""
+    env = os.environ if environ is None else environ
+    problems: list[str] = []
+
+    def expand(text: str, where: str) -> Any:
+        if "$" not in text:
+            return text
+        pieces: list[str] = []
+        position = 0
+        whole = False
+        for match in _REFERENCE.finditer(text):
+            pieces.append(text[position:match.start()])
+            position = match.end()
+            token = match.group(0)
+            if token == "$${":
+                pieces.append("${")
+                continue
+            variable = _VARIABLE.match(match.group(1) or "") if token.endswith("}") else None
+            if variable is None:
+                problems.append(f"{where}: invalid variable reference {token!r}: expected ${{NAME}} or "
+                                f"${{NAME:default}} (write $${{ for a literal ${{)")
+                continue
+            name, default = variable.group(1), variable.group(2)
+            value = env.get(name)
+            if value:
+                _from_environment.add(value)
+            elif default is not None:
+                value = default
+            elif value is None:
+                problems.append(f"{where}: environment variable {name} is not set (write ${{{name}:default}} "
+                                "for a default)")
+                continue
+            pieces.append(value)
+            whole = match.start() == 0 and match.end() == len(text)
+        pieces.append(text[position:])
+        result = "".join(pieces)
+        if whole:
+            if _NUMBER.match(result):
+                return float(result) if any(c in result for c in ".eE") else int(result)
+            if result.lower() in ("true", "false"):
+                return result.lower() == "true"
+        return result
+
+    def walk(node: Any, where: str) -> Any:
+        if isinstance(node, str):
+            return expand(node, where)
+        if isinstance(node, dict):
+            return {k: walk(v, f"{where}.{k}" if where else str(k)) for k, v in node.items()}
+        if isinstance(node, list):
+            return [walk(v, f"{where}[{i}]") for i, v in enumerate(node)]
+        return node
+
+    expanded = walk(data, "")
+    if problems:
+        raise SpecError(source, problems)
+    return expanded
 
 
 def content_hash(path: Path) -> str:
@@ -340,7 +531,7 @@ def load_pack(ref: str | Path, *, host: PluginHost | None = None, validate: bool
     if path.is_dir() and not file.is_file():
         raise SpecError(str(path), ["pack directory has no pack.yaml"])
     source = str(file)
-    data = dict(_top_mapping(read_yaml(file), source, "a pack"))
+    data = expand_variables(dict(_top_mapping(read_yaml(file), source, "a pack")), source)
     data.setdefault("id", file.parent.name if file.name == "pack.yaml" else file.stem)
     pack = structure(data, Pack, source=source)
     object.__setattr__(pack, "base_dir", file.parent.resolve())
@@ -357,10 +548,11 @@ def check_pack(pack: Pack, host: PluginHost, prefix: str = "") -> list[str]:
     """Semantic checks the schema cannot express: ids, splits, and every ``type:`` name."""
     problems: list[str] = []
     seen: dict[str, int] = {}
+    base = pack.base_dir
     if pack.environment is not None:
-        problems += check_component("environment", pack.environment, f"{prefix}environment", host)
+        problems += check_component("environment", pack.environment, f"{prefix}environment", host, base)
     for i, cspec in enumerate(pack.checkers):
-        problems += check_component("checker", cspec, f"{prefix}checkers[{i}]", host)
+        problems += check_component("checker", cspec, f"{prefix}checkers[{i}]", host, base)
     if not pack.tasks:
         problems.append(f"{prefix}tasks: a pack needs at least one task")
     for i, task in enumerate(pack.tasks):
@@ -376,9 +568,11 @@ def check_pack(pack: Pack, host: PluginHost, prefix: str = "") -> list[str]:
         if not env.type:
             problems.append(f"{where}.environment: no environment type (set 'environment: {{type: ...}}' on the pack)")
         elif task.environment:
-            problems += check_component("environment", env, f"{where}.environment", host)
+            problems += check_component("environment", env, f"{where}.environment", host, base)
         for j, cspec in enumerate(task.checkers):
-            problems += check_component("checker", cspec, f"{where}.checkers[{j}]", host)
+            problems += check_component("checker", cspec, f"{where}.checkers[{j}]", host, base)
+        if task.max_steps is not None and not 1 <= task.max_steps <= MAX_STEPS:
+            problems.append(f"{where}.max_steps: expected an integer >= 1 and <= {MAX_STEPS}, got {task.max_steps}")
         if not pack.task_checkers(task):
             problems.append(f"{where}.checkers: no checker decides this task (add one to the task or the pack)")
     if pack.oracle and not (pack.base_dir / pack.oracle).is_file():
@@ -389,8 +583,11 @@ def check_pack(pack: Pack, host: PluginHost, prefix: str = "") -> list[str]:
 CONTEXT_PARAMS = ("base_dir", "task", "pack", "run")
 
 
-def check_component(kind: str, cspec: ComponentSpec, where: str, host: PluginHost) -> list[str]:
-    """Check that ``type:`` is registered and the parameters fit its factory."""
+def check_component(kind: str, cspec: ComponentSpec, where: str, host: PluginHost,
+                    base_dir: Path | None = None) -> list[str]:
+    """Check that ``type:`` is registered and the parameters fit its factory: names, types and
+    bounds from its spec_cls or its annotations; code references (``CodeRef``) must exist,
+    relative to ``base_dir`` (the folder of the file that names the component)."""
     try:
         reg = host.get(kind, cspec.type)
     except KeyError as exc:
@@ -401,7 +598,21 @@ def check_component(kind: str, cspec: ComponentSpec, where: str, host: PluginHos
         except SpecError as exc:
             return [m.removeprefix(": ") for m in exc.messages]
         return []
-    return _check_signature(reg, cspec, where)
+    problems = _check_signature(reg, cspec, where)
+    try:
+        hints = _parameter_hints(reg.factory)
+    except TypeError:  # an unhashable factory object: not cached, not checked
+        hints = {}
+    for key, value in cspec.params.items():
+        hint = hints.get(key)
+        if hint is None:
+            continue
+        problems += _type_problems(value, hint, f"{where}.{key}")
+        if isinstance(value, str) and CodeRef in _markers(hint):
+            problem = code_ref_problem(value, base_dir)
+            if problem:
+                problems.append(f"{where}.{key}: {problem}")
+    return problems
 
 
 def _check_signature(reg: Registration, cspec: ComponentSpec, where: str) -> list[str]:
@@ -424,6 +635,125 @@ def _check_signature(reg: Registration, cspec: ComponentSpec, where: str) -> lis
         if params[name].default is inspect.Parameter.empty and name not in cspec.params:
             problems.append(f"{where}.{name}: missing required key for {reg.kind} {reg.name!r}")
     return problems
+
+
+# --- parameter types from a factory's annotations ----------------------------------------------------
+
+
+@functools.lru_cache(maxsize=1024)
+def _parameter_hints(factory: Any) -> dict[str, Any]:
+    """Each parameter's annotation, evaluated (``Annotated`` extras kept). One that cannot be
+    evaluated (a name imported only for type checkers) is left out: that parameter is not checked."""
+    target = factory.__init__ if inspect.isclass(factory) else factory
+    try:
+        return dict(typing.get_type_hints(target, include_extras=True))
+    except Exception:  # noqa: BLE001 - fall back to one annotation at a time
+        pass
+    namespace = getattr(inspect.unwrap(target), "__globals__", {})
+    hints: dict[str, Any] = {}
+    for name, annotation in getattr(target, "__annotations__", {}).items():
+        if isinstance(annotation, str):
+            try:
+                annotation = eval(annotation, namespace)  # noqa: S307 - the plugin's own annotation
+            except Exception:  # noqa: BLE001
+                continue
+        hints[name] = annotation
+    return hints
+
+
+def _markers(hint: Any) -> list[Any]:
+    """The ``Annotated`` extras of a hint (or of the members of a union of them), as classes and objects."""
+    if typing.get_origin(hint) is Annotated:
+        extras = list(hint.__metadata__)
+        return extras + [type(e) for e in extras]
+    if typing.get_origin(hint) in (Union, types.UnionType):
+        return [m for member in typing.get_args(hint) for m in _markers(member)]
+    return []
+
+
+_SEQUENCES = (list, tuple, set, frozenset, collections.abc.Sequence, collections.abc.MutableSequence,
+              collections.abc.Iterable, collections.abc.Collection, collections.abc.Set)
+_MAPPINGS = (dict, collections.abc.Mapping, collections.abc.MutableMapping)
+_NAMES = {int: "an integer", float: "a number", bool: "true or false", str: "a string", Path: "a path",
+          type(None): "null"}
+
+
+def _base(hint: Any) -> Any:
+    return typing.get_args(hint)[0] if typing.get_origin(hint) is Annotated else hint
+
+
+def _fits(value: Any, hint: Any) -> bool:
+    """Whether ``value`` has the outer shape of ``hint`` (items are checked by _type_problems)."""
+    hint = _base(hint)
+    origin = typing.get_origin(hint) or hint
+    if hint is None or hint is type(None):
+        return value is None
+    if origin in (Union, types.UnionType):
+        return any(_fits(value, m) for m in typing.get_args(hint))
+    if origin is Literal:
+        return any(value == a and type(value) is type(a) for a in typing.get_args(hint))
+    if hint is bool:
+        return isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if hint is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and not math.isnan(value)
+    if hint in (str, Path):
+        return isinstance(value, str)
+    if origin in _SEQUENCES:
+        return isinstance(value, list)
+    if origin in _MAPPINGS:
+        return isinstance(value, Mapping)
+    return True  # Any, object, classes, callables ...: not checked here
+
+
+def _type_name(hint: Any) -> str:
+    hint = _base(hint)
+    origin = typing.get_origin(hint) or hint
+    if origin in (Union, types.UnionType):
+        names = [_type_name(m) for m in typing.get_args(hint)]
+        return " or ".join(dict.fromkeys(names))
+    if origin is Literal:
+        return "one of " + ", ".join(repr(a) for a in typing.get_args(hint))
+    if hint is None:
+        return "null"
+    if origin in _SEQUENCES:
+        return "a list"
+    if origin in _MAPPINGS:
+        return "a mapping"
+    try:
+        return _NAMES[hint]
+    except (KeyError, TypeError):
+        return getattr(hint, "__name__", str(hint))
+
+
+def _type_problems(value: Any, hint: Any, where: str) -> list[str]:
+    """What is wrong with ``value`` against an annotation: type, items, and ``Bounds`` extras."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is Annotated:
+        problems = _type_problems(value, args[0], where)
+        for mark in args[1:]:
+            problem = mark.problem(value) if isinstance(mark, Bounds) and not problems else None
+            if problem:
+                problems.append(f"{where}: expected {_type_name(args[0])} {problem}")
+        return problems
+    if origin in (Union, types.UnionType):
+        fitting = [m for m in args if _fits(value, m)]
+        if not fitting:
+            return [f"{where}: expected {_type_name(hint)}, got {_describe(value)}"]
+        results = [_type_problems(value, m, where) for m in fitting]
+        return [] if any(not r for r in results) else results[0]
+    if not _fits(value, hint):
+        return [f"{where}: expected {_type_name(hint)}, got {_describe(value)}"]
+    if origin in _SEQUENCES and args:
+        if origin is tuple and args[-1] is not Ellipsis:
+            if len(value) != len(args):
+                return [f"{where}: expected a list of {len(args)} values, got {len(value)}"]
+            return [p for i, (v, h) in enumerate(zip(value, args)) for p in _type_problems(v, h, f"{where}[{i}]")]
+        return [p for i, v in enumerate(value) for p in _type_problems(v, args[0], f"{where}[{i}]")]
+    if origin in _MAPPINGS and len(args) == 2:
+        return [p for k, v in value.items() for p in _type_problems(v, args[1], f"{where}.{k}")]
+    return []
 
 
 @functools.lru_cache(maxsize=1024)
@@ -489,7 +819,7 @@ def load_run_spec(path: str | Path, *, host: PluginHost | None = None, overrides
     host = host or get_host()
     path = Path(path)
     source = str(path)
-    data = dict(_top_mapping(read_yaml(path), source, "a run spec"))
+    data = expand_variables(dict(_top_mapping(read_yaml(path), source, "a run spec")), source)
     data.update(overrides or {})
     if "generate" in data:  # a generation spec needs no policy of its own
         data.setdefault("policy", "noop")
@@ -516,9 +846,9 @@ def resolve_pack(spec: RunSpec, *, base_dir: Path, source: str, host: PluginHost
         object.__setattr__(pack, "source", source)
         object.__setattr__(pack, "content_hash", content_hash(Path(source)))
         problems += check_pack(pack, host)
-    problems += check_component("policy", spec.policy, "policy", host)
+    problems += check_component("policy", spec.policy, "policy", host, base_dir)
     if spec.judge is not None:
-        problems += check_component("judge", spec.judge, "judge", host)
+        problems += check_component("judge", spec.judge, "judge", host, base_dir)
     if spec.generate is not None:  # only the name: the generator's plugin checks its parameters
         try:
             host.get("generator", spec.generate.type)
@@ -529,21 +859,63 @@ def resolve_pack(spec: RunSpec, *, base_dir: Path, source: str, host: PluginHost
         if not isinstance(exp.params.get("path"), str) or not exp.params["path"]:
             problems.append(f"export[{i}].path: missing required key (the file or directory to write)")
         params = {k: v for k, v in exp.params.items() if k != "path"}
-        problems += check_component("exporter", ComponentSpec(exp.type, params), f"export[{i}]", host)
+        problems += check_component("exporter", ComponentSpec(exp.type, params), f"export[{i}]", host, base_dir)
     if spec.split not in (*SPLITS, "all"):
         problems.append(f"split: expected one of train, test, all, got {spec.split!r}")
-    for key, value, low in (("trials", spec.trials, 1), ("concurrency", spec.concurrency, 1), ("max_steps", spec.max_steps, 1)):
-        if value < low:
-            problems.append(f"{key}: must be at least {low}, got {value}")
-    if spec.timeout <= 0:
-        problems.append(f"timeout: must be positive, got {spec.timeout}")
+    problems += run_settings_problems(spec)
     ids = {t.id for t in pack.tasks}
     for i, task_id in enumerate(spec.only):
         if task_id not in ids:
             problems.append(f"only[{i}]: no task {task_id!r} in pack {pack.id!r}{did_you_mean(task_id, ids)}")
     if problems:
         raise SpecError(source, problems)
+    # The policy and judge were named by this spec (or the command line): their code files are
+    # found from its folder, wherever the pack lives; the loader finishes the spec as it does a Pack.
+    for field in ("policy", "judge"):
+        cspec = getattr(spec, field)
+        if cspec is not None:
+            object.__setattr__(spec, field, absolute_code_refs(field, cspec, base_dir, host))
     return pack
+
+
+MAX_TRIALS = 10_000
+MAX_CONCURRENCY = 4096
+MAX_STEPS = 100_000
+MAX_TIMEOUT = 7 * 24 * 3600.0
+
+
+def run_settings_problems(spec: RunSpec) -> list[str]:
+    """The run's numbers must make sense: an absurd value would run (or fail) every episode."""
+    problems = []
+    for key, value, high in (("trials", spec.trials, MAX_TRIALS), ("concurrency", spec.concurrency, MAX_CONCURRENCY),
+                             ("max_steps", spec.max_steps, MAX_STEPS)):
+        if not 1 <= value <= high:
+            problems.append(f"{key}: expected an integer >= 1 and <= {high:,}, got {value}")
+    if not (math.isfinite(spec.timeout) and 0 < spec.timeout <= MAX_TIMEOUT):
+        problems.append(f"timeout: expected seconds > 0 and <= {MAX_TIMEOUT:g} (7 days), got {spec.timeout}")
+    if not -(2**63) <= spec.seed < 2**63:
+        problems.append(f"seed: expected a 64-bit integer, got {spec.seed}")
+    if spec.budget.usd is not None and not (math.isfinite(spec.budget.usd) and spec.budget.usd >= 0):
+        problems.append(f"budget.usd: expected a number >= 0, got {spec.budget.usd}")
+    if spec.budget.tokens is not None and spec.budget.tokens < 0:
+        problems.append(f"budget.tokens: expected an integer >= 0, got {spec.budget.tokens}")
+    return problems
+
+
+def absolute_code_refs(kind: str, cspec: ComponentSpec, base_dir: Path, host: PluginHost) -> ComponentSpec:
+    """``cspec`` with its relative ``file.py:attr`` parameters (those marked ``CodeRef``) made
+    absolute against ``base_dir``, so they resolve the same wherever the pack lives."""
+    try:
+        reg = host.get(kind, cspec.type)
+        hints = {} if reg.spec_cls is not None else _parameter_hints(reg.factory)
+    except (KeyError, TypeError):
+        return cspec
+    params = {
+        key: absolute_code_ref(value, base_dir)
+        if isinstance(value, str) and key in hints and CodeRef in _markers(hints[key]) else value
+        for key, value in cspec.params.items()
+    }
+    return cspec if params == cspec.params else ComponentSpec(cspec.type, params)
 
 
 def select_tasks(spec: RunSpec, pack: Pack) -> list[Task]:

@@ -22,12 +22,13 @@ Keys come from the environment only (``OPENAI_API_KEY``, or the variable named b
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from ..adapters import InvalidToolCall, observation_text, parse_arguments, validate_arguments
 from ..components import EpisodeState, Turn
 from ..errors import AgentsynthError
 from ..records import Answer, Observation, ToolCall
+from ..spec import Bounds
 
 if TYPE_CHECKING:
     from ..llm import LLMClient
@@ -50,22 +51,22 @@ class LLMPolicy:
     def __init__(
         self,
         model: str,
-        temperature: float | None = 0.0,
-        max_turns: int = 20,
+        temperature: Annotated[float, Bounds(low=0)] | None = 0.0,
+        max_turns: Annotated[int, Bounds(low=1, high=10_000)] = 20,
         system_prompt: str | None = None,
         api_base: str | None = None,
         api_key_env: str | None = None,
-        max_tokens: int | None = None,
+        max_tokens: Annotated[int, Bounds(low=1)] | None = None,
         parallel_tool_calls: bool | None = None,
         tool_choice: str | None = None,
         transport: str = "auto",
         cache: bool = True,
         params: dict[str, Any] | None = None,
-        timeout: float | None = None,
-        max_retries: int | None = None,
-        rpm: float | None = None,
+        timeout: Annotated[float, Bounds(above=0)] | None = None,
+        max_retries: Annotated[int, Bounds(low=0, high=100)] | None = None,
+        rpm: Annotated[float, Bounds(above=0)] | None = None,
         prices: dict[str, Any] | None = None,
-        max_observation_chars: int | None = 20_000,
+        max_observation_chars: Annotated[int, Bounds(low=1)] | None = 20_000,
         run: Any = None,
         task: Task | None = None,
         pack: Pack | None = None,

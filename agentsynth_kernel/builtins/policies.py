@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 import string
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from ..components import EpisodeState, Turn, runs_inline
 from ..errors import AgentsynthError
-from ..importing import import_file, import_object
+from ..importing import CodeRef, import_file, import_object
 from ..records import Action, Answer, ToolCall
 
 if TYPE_CHECKING:
@@ -83,23 +84,66 @@ class CallablePolicy:
     """Your own agent: ``function: 'module:act'`` or ``'agent.py:act'`` (sync or async).
 
     A function is called with the EpisodeState each turn. A class is instantiated
-    once per episode (with ``params``) and its ``act(state)`` is called.
+    once per episode (with ``params``) and its ``act(state)`` is called. It may return what the
+    oracle may: ToolCall / Answer objects or dicts (``{"tool": ..., "arguments": {...}}``,
+    ``{"answer": ...}``), a list of them, a Turn, or None (done). A relative file is found from
+    the folder of the spec that names it (the loader makes it absolute; ``base_dir`` otherwise).
     """
 
-    def __init__(self, function: str, params: dict[str, Any] | None = None, base_dir: Path | None = None) -> None:
+    def __init__(self, function: Annotated[str, CodeRef()], params: dict[str, Any] | None = None,
+                 base_dir: Path | None = None) -> None:
         target = import_object(function, base_dir=base_dir)
         if inspect.isclass(target):
             target = target(**(params or {}))
-            if not callable(getattr(target, "act", None)):
+            act = getattr(target, "act", None)
+            if not callable(act):
                 raise AgentsynthError(f"{function!r}: class has no act(state) method")
-            self.act = target.act  # type: ignore[method-assign]
+            user = act
         elif callable(target):
-            self.act = target if not params else (lambda state: target(state, **params))  # type: ignore[method-assign]
+            user = target if not params else functools.partial(target, **params)
         else:
             raise AgentsynthError(f"{function!r}: not callable")
+        self.act = _converting(user, function)  # type: ignore[method-assign]
 
     def act(self, state: EpisodeState) -> Any:  # replaced per instance
         raise NotImplementedError
+
+
+def _converting(user: Callable[[EpisodeState], Any], function: str) -> Callable[[EpisodeState], Any]:
+    """``user`` with its result converted to actions; async stays async, sync stays sync (so a
+    blocking function still runs on the episode's worker thread, not on the event loop)."""
+    where = f"{function}: returned"
+    if inspect.iscoroutinefunction(user) or inspect.iscoroutinefunction(getattr(user, "__call__", None)):
+        async def act_async(state: EpisodeState) -> Any:
+            return _policy_result(await user(state), where)
+
+        return act_async
+
+    def act(state: EpisodeState) -> Any:
+        result = user(state)
+        if inspect.isawaitable(result):  # a sync callable that hands back a coroutine
+            return _awaited(result, where)
+        return _policy_result(result, where)
+
+    if getattr(user, "__agentsynth_inline__", False):
+        act.__agentsynth_inline__ = True  # type: ignore[attr-defined]
+    return act
+
+
+async def _awaited(result: Any, where: str) -> Any:
+    return _policy_result(await result, where)
+
+
+def _policy_result(result: Any, where: str) -> Any:
+    """A Turn or None as is; an action, a dict, or a list of them as actions."""
+    if result is None or isinstance(result, Turn):
+        return result
+    if isinstance(result, (list, tuple)):
+        return [to_action(a, f"{where} [{i}]") for i, a in enumerate(result)]
+    if not isinstance(result, (dict, ToolCall, Answer)):
+        raise TypeError(f"a policy must return a ToolCall, an Answer, a dict with 'tool'/'answer', a list of "
+                        f"them or a Turn, got {type(result).__name__}")
+    return to_action(result, where)
 
 
 class ScriptedPolicy:
