@@ -101,12 +101,20 @@ def with_overrides(spec: RunSpec, *, concurrency: int | None = None, budget_usd:
 
 
 def exit_code(run: RunReport) -> int:
-    """0 complete, 3 stopped early (budget; resume to continue), 4 an exporter failed."""
+    """0 complete, 3 stopped early (budget; resume to continue), 4 an exporter failed, 5 every
+    episode ended in an error (nothing was checked: a setup problem, not a result)."""
     if run.stopped:
         return 3
     if run.export_failed:
         return 4
+    if nothing_checked(run):
+        return 5
     return 0
+
+
+def nothing_checked(run: RunReport) -> bool:
+    """Every episode errored: a policy that cannot be built, a world that cannot start ..."""
+    return bool(run.results) and all(r.status == "error" for r in run.results)
 
 
 def report(run: RunReport, *, json_path: str | None, quiet: bool) -> dict[str, Any]:
@@ -134,4 +142,8 @@ def report(run: RunReport, *, json_path: str | None, quiet: bool) -> dict[str, A
         for entry in run.exports:
             if "error" in entry:
                 click.echo(f"error: export {entry['type']} -> {entry['path']} failed: {entry['error']}", err=True)
+    if nothing_checked(run):
+        first = run.results[0]
+        click.echo(f"error: every episode ended in an error, nothing was checked; the first: "
+                   f"{first.task_id}: {first.error}", err=True)
     return summary

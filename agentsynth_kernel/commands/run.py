@@ -28,12 +28,14 @@ def run(ctx: click.Context, spec_file: Path, run_dir: Path | None, no_store: boo
     Results are stored in the run directory as episodes finish. Running again with the same
     --run-dir resumes: finished episodes are kept, interrupted ones run again. A changed spec is
     refused with a diff (unless --force); a new budget or concurrency is always accepted.
-    Exit status: 0 done, 3 stopped early by the budget, 4 an exporter failed.
+    Exit status: 0 done, 2 invalid spec or pack, 3 stopped early by the budget, 4 an exporter
+    failed, 5 every episode ended in an error (nothing was checked).
 
     A spec with ``generate: {type: NAME, ...}`` synthesises data instead: the plugin that
     registered generator NAME runs it (see its README for its exit codes).
     """
-    from ..spec import load_run_spec
+    from ..errors import SpecError
+    from ..spec import load_run_spec, run_settings_problems
     from ._runner import default_run_dir, execute_with_progress, exit_code, report, with_overrides
 
     overrides = {k: v for k, v in (("trials", trials), ("seed", seed)) if v is not None}
@@ -41,6 +43,9 @@ def run(ctx: click.Context, spec_file: Path, run_dir: Path | None, no_store: boo
     if spec.generate is not None:
         ctx.exit(run_generation(spec_file, spec, run_dir, json_path, quiet))
     spec = with_overrides(spec, concurrency=concurrency, budget_usd=budget_usd, budget_tokens=budget_tokens)
+    problems = run_settings_problems(spec)  # the options too: --budget-usd nan, --concurrency 10**9
+    if problems:
+        raise SpecError("command line", problems)
     if no_store:
         run_dir = None
     elif run_dir is None:
