@@ -81,6 +81,8 @@ def _counts(d: dict[str, Any]) -> str:
 @click.option("-f", "--format", "fmt", required=True, help="Exporter name: jsonl, openai, sharegpt, adp, dpo, parquet, hf (or a plugin's).")
 @click.option("-o", "--output", required=True, type=click.Path(path_type=Path), help="Output file (a directory for hf).")
 @click.option("--filter", "filter_", type=click.Choice(["passed", "all"]), help="Which episodes (default: the format's).")
+@click.option("--include-test", is_flag=True,
+              help="Also export records of test-split tasks (left out by default: they are the benchmark).")
 @click.option("--min-reward", type=float, help="Drop records whose reward is below this.")
 @click.option("--redact", is_flag=True, help="Redact emails, API keys, bearer tokens, phone numbers and IPs.")
 @click.option("--canary", type=click.Choice(["auto", "always", "never"]), help="Embed the pack's canary string (auto: test split).")
@@ -88,7 +90,8 @@ def _counts(d: dict[str, Any]) -> str:
 @click.option("--threshold", type=click.FloatRange(0, 1, min_open=True), help="Near-duplicate Jaccard threshold (with --dedup; default 0.8).")
 @click.option("--decontaminate", metavar="PACK", help="Drop records overlapping this pack's tasks (or carrying a canary).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable summary.")
-def export_cmd(run_dir: Path, fmt: str, output: Path, filter_: str | None, min_reward: float | None, redact: bool,
+def export_cmd(run_dir: Path, fmt: str, output: Path, filter_: str | None, include_test: bool,
+               min_reward: float | None, redact: bool,
                canary: str | None, dedup: bool, threshold: float | None, decontaminate: str | None, as_json: bool) -> None:
     """Export the episodes of RUN_DIR as training data in a given format."""
     from agentsynth_kernel.plugins import get_host
@@ -106,6 +109,8 @@ def export_cmd(run_dir: Path, fmt: str, output: Path, filter_: str | None, min_r
             params[key] = value
     if redact:
         params["redact"] = True
+    if include_test:
+        params["include_test"] = True
     if dedup:
         params["dedup"] = {"threshold": threshold} if threshold is not None else True
     store = open_run(run_dir)
@@ -120,7 +125,8 @@ def export_cmd(run_dir: Path, fmt: str, output: Path, filter_: str | None, min_r
     if hasattr(exporter, "summary"):
         summary.update(exporter.summary())
     lines = [f"wrote {n} {fmt} records to {output}"]
-    stats = {k: v for k, v in summary.items() if k not in ("output", "written", "format", "redacted", "dedup")}
+    stats = {k: v for k, v in summary.items()
+             if k not in ("output", "written", "format", "redacted", "dedup", "warnings")}
     if stats:
         lines.append(f"  {_counts(stats)}")
     if "redacted" in summary:

@@ -8,10 +8,16 @@ Every exporter takes the same selection parameters (in a run spec's ``export:`` 
   else 1/0 from the outcome) is below this.
 - ``canary``: ``auto`` (records of test-split tasks carry the pack's canary string), ``always``
   or ``never``; ``canary_string`` overrides the string.
+- ``include_test``: ``false`` (default): records of test-split tasks are left out, so a benchmark's
+  tasks never become training data; ``true`` includes them, with a warning.
 - ``redact``: redact emails, API keys, bearer tokens, phone numbers and IPs on the way out.
 - ``dedup``: ``true`` or ``{exact, near, threshold, num_perm, ngram, scope}`` to drop duplicates.
 - ``decontaminate``: a pack (name or path) or ``{pack, ngram, threshold, scope}``: drop records
   overlapping its tasks (and any record carrying a canary string).
+
+Whatever the parameters, every string written goes through the kernel's secret redaction first
+(:mod:`agentsynth_export.scrub`). An export with nothing to write is an error that says why, and
+leaves no file (a temporary file beside the target is moved into place only when it holds records).
 
 ``path`` may be given in the spec entry (the engine passes it to :meth:`export`).
 """
@@ -20,6 +26,8 @@ from __future__ import annotations
 
 import itertools
 import json
+import logging
+import os
 import shutil
 import tempfile
 from collections import Counter
@@ -49,13 +57,10 @@ from .common import (
 
 _encoder = msgspec.json.Encoder()
 FLUSH_BYTES = 1 << 20
+log = logging.getLogger("agentsynth_export")
 
 
 def _open_out(path: Path) -> Any:
-    path = Path(path)
-    if path.is_dir():
-        raise AgentsynthError(f"{path}: is a directory, expected a file path")
-    path.parent.mkdir(parents=True, exist_ok=True)
     return open(path, "wb")
 
 
@@ -84,6 +89,7 @@ class BaseExporter:
 
     path: str | None = None
     filter: str = "all"
+    include_test: bool = False
     min_reward: float | None = None
     canary: str = "auto"
     canary_string: str = ""
@@ -98,6 +104,8 @@ class BaseExporter:
         owner = f"exporter {self.format_name!r}"
         check_choice(owner, "filter", self.filter, FILTERS)
         check_choice(owner, "canary", self.canary, CANARY_MODES)
+        if not isinstance(self.include_test, bool):
+            raise AgentsynthError(f"{owner}: include_test: expected true or false, got {self.include_test!r}")
         if self.min_reward is not None and (isinstance(self.min_reward, bool) or not isinstance(self.min_reward, (int, float))):
             raise AgentsynthError(f"{owner}: min_reward: expected a number, got {self.min_reward!r}")
         _check_keys(owner, "dedup", self.dedup, DEDUP_KEYS)
@@ -112,7 +120,9 @@ class BaseExporter:
 
     def select(self, results: Iterable[EpisodeResult]) -> Iterator[EpisodeResult]:
         """The records this exporter writes, after filter, reward, redaction, dedup, decontamination."""
-        stream = self._select(results)
+        from .scrub import scrub_results
+
+        stream = scrub_results(self._select(results), self.stats)
         redactor = None
         if self.redact:
             from .redact import Redactor
@@ -133,8 +143,14 @@ class BaseExporter:
         passed_only = self.filter == "passed"
         min_reward = self.min_reward
         needs = self.needs_trajectory
+        include_test = self.include_test
         for result in results:
             stats["read"] += 1
+            if result.split == "test":
+                if not include_test:
+                    stats["test_split"] += 1
+                    continue
+                stats["test_split_included"] += 1
             if passed_only and result.status != "passed":
                 stats["filtered"] += 1
                 continue
@@ -184,14 +200,65 @@ class BaseExporter:
         self.stats.clear()
         self.report.clear()
         try:
-            written = self.write(self.select(results), Path(target))
+            written = self.write_target(self.select(results), Path(target))
         except OSError as exc:  # an unwritable path, a full disk
             raise AgentsynthError(f"{target}: cannot write the {self.format_name} export: {exc.strerror or exc}") from None
         self.stats["written"] = written
+        included = self.stats["test_split_included"]
+        if included:
+            warning = (f"{target}: {included} record(s) of test-split tasks included (include_test): a model trained "
+                       "on them has seen the benchmark" + ("" if self.canary == "never" else
+                                                          "; they carry the pack's canary string"))
+            self.report["warnings"] = [warning]
+            log.warning("warning: %s", warning)
         return written
+
+    def write_target(self, records: Iterator[EpisodeResult], target: Path) -> int:
+        """Write to a temporary file beside ``target``, moved into place only when it holds a record."""
+        if target.is_dir():
+            raise AgentsynthError(f"{target}: is a directory, expected a file path")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        try:
+            n = self.write(records, tmp)
+            if n == 0:
+                raise AgentsynthError(self.why_empty(target))
+            os.replace(tmp, target)
+        finally:
+            tmp.unlink(missing_ok=True)
+        return n
 
     def write(self, records: Iterator[EpisodeResult], path: Path) -> int:
         raise NotImplementedError
+
+    def why_empty(self, target: Path) -> str:
+        """What left an export empty, from the selection counts, with the option that would change it."""
+        s = self.stats
+        if not s["read"]:
+            return f"{target}: nothing to write (the run has no episodes); no file written"
+        reasons = self.empty_reasons()
+        dedup = self.report.get("dedup") or {}
+        dropped = int(dedup.get("seen", 0)) - int(dedup.get("kept", 0))
+        if dropped > 0:
+            reasons.append(f"{dropped} dropped as duplicates or contaminated (dedup / decontaminate)")
+        return (f"{target}: nothing to write, no file written: of {s['read']} episodes, "
+                + "; ".join(reasons or ["none could be rendered"]))
+
+    def empty_reasons(self) -> list[str]:
+        s = self.stats
+        reasons = []
+        if s["test_split"]:
+            reasons.append(f"{s['test_split']} of the test split (left out of training data; --include-test or "
+                           "include_test: true to include them)")
+        if s["filtered"]:
+            reasons.append(f"{s['filtered']} did not pass (filter: passed; --filter all to include them)")
+        if s["below_min_reward"]:
+            reasons.append(f"{s['below_min_reward']} below min_reward {self.min_reward}")
+        if s["no_trajectory"]:
+            reasons.append(f"{s['no_trajectory']} have no trajectory (the episode errored)")
+        if s["skipped_empty"]:
+            reasons.append(f"{s['skipped_empty']} have no assistant turn")
+        return reasons
 
     def summary(self) -> dict[str, Any]:
         return {"format": self.format_name, **dict(self.stats), **self.report}
@@ -470,6 +537,16 @@ class DPOExporter(_LineExporter):
         finally:
             self.filter = saved
 
+    def empty_reasons(self) -> list[str]:
+        reasons = super().empty_reasons()
+        if self.stats["tasks_without_pair"]:
+            reasons.append(f"no task has both a passing and a failing trial ({self.stats['tasks_without_pair']} "
+                           "task(s) only passed or only failed): run with --trials 2+ (trials: 2 or more) and a "
+                           "policy that sometimes fails, or import traces of both outcomes")
+        elif self.stats["no_margin"]:
+            reasons.append(f"{self.stats['no_margin']} pair(s) with a margin <= min_margin {self.min_margin}")
+        return reasons
+
     def write(self, records: Iterator[EpisodeResult], path: Path) -> int:
         n = 0
         seen_tasks: set[str] = set()
@@ -493,6 +570,8 @@ class DPOExporter(_LineExporter):
             ((rg - rb, i, j) for i, (rg, _) in enumerate(good) for j, (rb, _) in enumerate(bad) if rg - rb > self.min_margin),
             key=lambda c: -c[0],
         )
+        if not candidates:
+            self.stats["no_margin"] += len(good) * len(bad)
         for margin, i, j in candidates[: self.max_pairs_per_task]:
             (rg, chosen), (rb, rejected) = good[i], bad[j]
             c_msgs = to_openai_messages(chosen.trajectory)  # type: ignore[arg-type]
@@ -599,10 +678,6 @@ class ParquetExporter(BaseExporter):
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        path = Path(path)
-        if path.is_dir():
-            raise AgentsynthError(f"{path}: is a directory, expected a file path")
-        path.parent.mkdir(parents=True, exist_ok=True)
         schema = parquet_schema()
         n = 0
         rows: list[dict[str, Any]] = []
@@ -630,8 +705,7 @@ class HFExporter(ParquetExporter):
 
     format_name = "hf"
 
-    def write(self, records: Iterator[EpisodeResult], path: Path) -> int:
-        path = Path(path)
+    def write_target(self, records: Iterator[EpisodeResult], path: Path) -> int:
         if path.exists():
             if path.is_file():
                 raise AgentsynthError(f"{path}: exists and is a file; an hf export is a directory")
@@ -643,7 +717,9 @@ class HFExporter(ParquetExporter):
 
         with tempfile.TemporaryDirectory(prefix="agentsynth-hf-", dir=path.parent) as tmp:
             parquet = Path(tmp) / "data.parquet"
-            n = super().write(records, parquet)
+            n = self.write(records, parquet)
+            if n == 0:
+                raise AgentsynthError(self.why_empty(path))
             progress = datasets.is_progress_bar_enabled()
             datasets.disable_progress_bars()
             try:

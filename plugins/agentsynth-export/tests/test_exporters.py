@@ -36,7 +36,7 @@ def lines(path: Path) -> list[dict]:
 
 def test_jsonl_round_trips_every_record_with_provenance(results, tmp_path):
     out = tmp_path / "x.jsonl"
-    assert JsonlExporter().export(results, out) == len(results)
+    assert JsonlExporter(include_test=True).export(results, out) == len(results)
     back = list(read_jsonl(out, EpisodeResult))
     assert back == results
     rows = lines(out)
@@ -48,14 +48,14 @@ def test_jsonl_round_trips_every_record_with_provenance(results, tmp_path):
 
 def test_jsonl_canary_modes_and_filters(results, tmp_path):
     out = tmp_path / "x.jsonl"
-    JsonlExporter(canary="never").export(results, out)
+    JsonlExporter(canary="never", include_test=True).export(results, out)
     assert not any("canary" in r for r in lines(out))
     JsonlExporter(canary="always", canary_string="MY-CANARY").export(results, out)
     assert {r["canary"] for r in lines(out)} == {"MY-CANARY"}
-    assert JsonlExporter(filter="passed").export(results, out) == 3
+    assert JsonlExporter(filter="passed", include_test=True).export(results, out) == 3
     assert {r["status"] for r in lines(out)} == {"passed"}
     # min_reward uses the judge's reward dimension when present, else the outcome
-    assert JsonlExporter(min_reward=0.5).export(results, out) == 2
+    assert JsonlExporter(min_reward=0.5, include_test=True).export(results, out) == 2
     assert [(r["task_id"], r["trial"]) for r in lines(out)] == [("add-1", 0), ("add-2", 0)]
 
 
@@ -110,7 +110,7 @@ def check_openai_messages(messages: list[dict]) -> None:
 
 def test_openai_shape_is_strict_and_only_passed_by_default(results, tmp_path):
     out = tmp_path / "sft.jsonl"
-    assert OpenAIExporter().export(results, out) == 3
+    assert OpenAIExporter(include_test=True).export(results, out) == 3
     rows = lines(out)
     for row in rows:
         assert set(row) <= {"messages", "tools", "canary"}
@@ -132,7 +132,7 @@ def test_openai_shape_is_strict_and_only_passed_by_default(results, tmp_path):
 
 def test_openai_round_trips_through_the_openai_importer(results, tmp_path):
     out = tmp_path / "sft.jsonl"
-    OpenAIExporter(filter="all").export(results, out)
+    OpenAIExporter(filter="all", include_test=True).export(results, out)
     back = list(OpenAIImporter().read(out))
     originals = [r.trajectory for r in results if r.trajectory is not None]
     assert len(back) == len(originals)
@@ -149,7 +149,7 @@ def test_openai_round_trips_through_the_openai_importer(results, tmp_path):
 
 def test_openai_arguments_as_objects_and_metadata(results, tmp_path):
     out = tmp_path / "sft.jsonl"
-    OpenAIExporter(arguments="object", include_metadata=True, canary="never").export(results, out)
+    OpenAIExporter(arguments="object", include_metadata=True, canary="never", include_test=True).export(results, out)
     row = lines(out)[0]
     assert row["messages"][2]["tool_calls"][0]["function"]["arguments"] == {"key": "a"}
     assert (row["task_id"], row["status"], row["reward"]) == ("add-1", "passed", 1.0)
@@ -160,8 +160,10 @@ def test_empty_trajectories_are_skipped_not_written(tmp_path):
     r = make_result("t", 0, True)
     r.trajectory.steps = []
     exporter = OpenAIExporter()
-    assert exporter.export([r], tmp_path / "o.jsonl") == 0
-    assert exporter.stats["skipped_empty"] == 1
+    with pytest.raises(AgentsynthError, match="2 have no assistant turn"):
+        exporter.export([r, r], tmp_path / "o.jsonl")
+    assert exporter.stats["skipped_empty"] == 2 and not (tmp_path / "o.jsonl").exists()
+    assert exporter.export([r, make_result("u", 0, True)], tmp_path / "o.jsonl") == 1
 
 
 # --- sharegpt ------------------------------------------------------------------------------------------
@@ -171,7 +173,7 @@ def test_sharegpt_loads_with_datasets_and_tool_calls_parse_back(results, tmp_pat
     import datasets
 
     out = tmp_path / "sharegpt.jsonl"
-    assert ShareGPTExporter().export(results, out) == 3
+    assert ShareGPTExporter(include_test=True).export(results, out) == 3
     ds = datasets.load_dataset("json", data_files=str(out), split="train", cache_dir=str(tmp_path / "cache"))
     assert len(ds) == 3
     conv = ds[0]["conversations"]
@@ -188,7 +190,7 @@ def test_sharegpt_loads_with_datasets_and_tool_calls_parse_back(results, tmp_pat
 
 def test_adp_typed_steps(results, tmp_path):
     out = tmp_path / "adp.jsonl"
-    assert ADPExporter().export(results, out) == 3
+    assert ADPExporter(include_test=True).export(results, out) == 3
     row = lines(out)[0]
     assert row["schema_version"] == "1.2.0" and row["id"] == "add-1#0#1000"
     classes = [c["class_"] for c in row["content"]]
@@ -208,7 +210,7 @@ def test_adp_typed_steps(results, tmp_path):
 
 def test_dpo_pairs_passing_against_failing_trials_of_a_task(results, tmp_path):
     out = tmp_path / "dpo.jsonl"
-    exporter = DPOExporter()
+    exporter = DPOExporter(include_test=True)
     assert exporter.export(results, out) == 3
     rows = lines(out)
     assert [(r["task_id"], r["margin"]) for r in rows] == [("add-1", 1.0), ("add-2", 0.95), ("add-2", 0.3)]
@@ -219,14 +221,15 @@ def test_dpo_pairs_passing_against_failing_trials_of_a_task(results, tmp_path):
         assert r["chosen"][-1]["content"] == "done" and r["rejected"][-1]["content"] == "the sum is 4"
         assert r["margin"] == pytest.approx(r["chosen_reward"] - r["rejected_reward"])
     assert exporter.stats["tasks_without_pair"] == 1  # add-3 only failed
-    assert DPOExporter(max_pairs_per_task=1, min_margin=0.5).export(results, out) == 2
+    assert DPOExporter(max_pairs_per_task=1, min_margin=0.5, include_test=True).export(results, out) == 2
+    assert DPOExporter().export(results, out) == 2  # add-1 is a test-split task
 
 
 def test_dpo_loads_as_a_preference_dataset(results, tmp_path):
     import datasets
 
     out = tmp_path / "dpo.jsonl"
-    DPOExporter().export(results, out)
+    DPOExporter(include_test=True).export(results, out)
     ds = datasets.load_dataset("json", data_files=str(out), split="train", cache_dir=str(tmp_path / "cache"))
     assert {"prompt", "chosen", "rejected", "margin"} <= set(ds.column_names)
     assert ds[0]["chosen"][-1]["role"] == "assistant"
@@ -237,7 +240,7 @@ def test_dpo_loads_as_a_preference_dataset(results, tmp_path):
 
 def test_parquet_has_the_stable_schema_and_round_trips(results, tmp_path):
     out = tmp_path / "x.parquet"
-    assert ParquetExporter(batch_size=2).export(results, out) == len(results)
+    assert ParquetExporter(batch_size=2, include_test=True).export(results, out) == len(results)
     table = pq.read_table(out)
     assert table.schema.equals(parquet_schema(), check_metadata=False)
     assert table.schema.metadata[b"agentsynth.schema"] == b"episode-v1"
@@ -251,23 +254,23 @@ def test_parquet_has_the_stable_schema_and_round_trips(results, tmp_path):
     assert first["messages"][2]["tool_calls"][1]["function"] == expected[2]["tool_calls"][1]["function"]
     assert first["canary"].startswith(CANARY_PREFIX) and rows[2]["canary"] is None
     assert rows[-1]["status"] == "error" and rows[-1]["messages"] == [] and rows[-1]["error_kind"] == "environment"
-    # an empty export still has the schema
-    ParquetExporter().export([], tmp_path / "empty.parquet")
-    assert pq.read_table(tmp_path / "empty.parquet").schema.equals(parquet_schema(), check_metadata=False)
+    # a selection with one record is written with the same schema
+    ParquetExporter().export(results[2:3], tmp_path / "one.parquet")
+    assert pq.read_table(tmp_path / "one.parquet").schema.equals(parquet_schema(), check_metadata=False)
 
 
 def test_hf_dataset_loads_from_disk(results, tmp_path):
     import datasets
 
     out = tmp_path / "ds"
-    assert HFExporter().export(results, out) == len(results)
+    assert HFExporter(include_test=True).export(results, out) == len(results)
     ds = datasets.load_from_disk(str(out))
     assert len(ds) == len(results)
     assert ds[0]["task_id"] == "add-1" and ds[0]["messages"][2]["tool_calls"][0]["function"]["name"] == "get"
     assert msgspec.json.decode(ds[3]["record"], type=EpisodeResult) == results[3]
     assert ds.filter(lambda r: r["passed"]).num_rows == 3
     # a re-export replaces the earlier dataset; a foreign non-empty directory is refused
-    assert HFExporter(filter="passed").export(results, out) == 3
+    assert HFExporter(filter="passed", include_test=True).export(results, out) == 3
     assert len(datasets.load_from_disk(str(out))) == 3
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "notes.txt").write_text("mine")
@@ -292,10 +295,12 @@ def test_export_redacts_dedups_and_decontaminates(tmp_path):
     exporter = OpenAIExporter(redact=True, dedup=True, decontaminate=str(pack))
     assert exporter.export([leaked, base, dup], out) == 1
     text = out.read_text()
-    assert "alice@example.com" not in text and "[EMAIL]" in text and "[API_KEY]" in text
+    assert "alice@example.com" not in text and "[EMAIL]" in text and "sk-abcdef" not in text
     summary = exporter.summary()
-    # redaction runs before dedup (duplicates are compared redacted), so both copies count
-    assert summary["redacted"]["email"] == 2 and summary["redacted"]["api_key"] == 2
+    # redaction runs before dedup (duplicates are compared redacted), so both copies count; the key was
+    # already masked by the secret redaction every export gets
+    assert summary["redacted"]["email"] == 2 and summary["redacted"]["api_key"] == 0
+    assert "<redacted>" in text and summary["secrets_redacted"] == 2
     assert summary["dedup"]["exact"] == 1 and summary["dedup"]["contaminated"] == 1
     assert summary["dedup"]["contamination"] == {"task:secret-task": 1}
 
@@ -307,10 +312,10 @@ def test_export_command_writes_every_format(run_dir, tmp_path):
     for fmt, name in (("jsonl", "a.jsonl"), ("openai", "b.jsonl"), ("parquet", "c.parquet")):
         proc = agentsynth("export", str(run_dir), "--format", fmt, "-o", str(tmp_path / name), "--json")
         assert proc.returncode == 0, proc.stderr
-        assert json.loads(proc.stdout)["written"] == {"jsonl": 7, "openai": 3, "parquet": 7}[fmt]
+        assert json.loads(proc.stdout)["written"] == {"jsonl": 5, "openai": 2, "parquet": 5}[fmt]
     proc = agentsynth("export", str(run_dir), "-f", "openai", "-o", str(tmp_path / "d.jsonl"), "--filter", "all",
                       "--min-reward", "0.5")
-    assert proc.returncode == 0 and "wrote 2 openai records" in proc.stdout
+    assert proc.returncode == 0 and "wrote 1 openai records" in proc.stdout
 
 
 def test_export_command_errors_are_clean(tmp_path, run_dir):
@@ -345,3 +350,89 @@ def test_run_spec_export_entry_is_accepted(tmp_path):
     r = make_result("t", 0, True)
     assert exporter.export([r, r], tmp_path / exporter.path) == 1
     write_run(tmp_path / "run", [r])
+
+
+# --- the test split stays out of training data -------------------------------------------------------------
+
+ALL_FORMATS = (JsonlExporter, OpenAIExporter, ShareGPTExporter, ADPExporter, DPOExporter, ParquetExporter, HFExporter)
+
+
+def _task_ids(exporter_cls, out: Path) -> list[str]:
+    if exporter_cls is HFExporter:
+        import datasets
+
+        return list(datasets.load_from_disk(str(out))["task_id"])
+    if exporter_cls is ParquetExporter:
+        return pq.read_table(out).column("task_id").to_pylist()
+    rows = lines(out)
+    if exporter_cls is OpenAIExporter:
+        return [r["messages"][1]["content"].rsplit("(", 1)[1].split(")")[0] for r in rows]
+    if exporter_cls is ShareGPTExporter:
+        return [r["conversations"][1]["value"].rsplit("(", 1)[1].split(")")[0] for r in rows]
+    if exporter_cls is ADPExporter:
+        return [r["details"]["task_id"] for r in rows]
+    return [r["task_id"] for r in rows]
+
+
+@pytest.mark.parametrize("exporter_cls", ALL_FORMATS, ids=lambda c: c.format_name)
+def test_every_format_leaves_the_test_split_out_by_default(exporter_cls, results, tmp_path, caplog):
+    out = tmp_path / ("ds" if exporter_cls is HFExporter else "out")
+    exporter = exporter_cls(filter="all") if exporter_cls is not DPOExporter else exporter_cls()
+    n = exporter.export(results, out)
+    assert n > 0 and "add-1" not in _task_ids(exporter_cls, out)  # add-1 is the test-split task
+    assert exporter.summary()["test_split"] == 2 and "warnings" not in exporter.summary()
+    # asked for explicitly: included, with a warning in the summary and on the log
+    exporter = exporter_cls(filter="all", include_test=True) if exporter_cls is not DPOExporter else exporter_cls(include_test=True)
+    with caplog.at_level("WARNING", logger="agentsynth_export"):
+        exporter.export(results, out)
+    assert "add-1" in _task_ids(exporter_cls, out)
+    (warning,) = exporter.summary()["warnings"]
+    assert "test-split" in warning and "include_test" in warning and warning in caplog.text
+
+
+def test_export_command_include_test_flag_warns(run_dir, tmp_path):
+    out = tmp_path / "sft.jsonl"
+    proc = agentsynth("export", str(run_dir), "-f", "openai", "--filter", "all", "-o", str(out), "--json")
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout)
+    assert summary["written"] == 4 and summary["test_split"] == 2 and "test-split" not in proc.stderr
+    proc = agentsynth("export", str(run_dir), "-f", "openai", "--filter", "all", "--include-test", "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert "wrote 6 openai records" in proc.stdout and "warning:" in proc.stderr and "test-split" in proc.stderr
+
+
+# --- nothing to write is an error, and leaves no file --------------------------------------------------------
+
+
+def test_dpo_without_pairs_fails_and_writes_nothing(tmp_path):
+    only_passed = [make_result("a", 0, True), make_result("b", 0, True), make_result("c", 0, False)]
+    out = tmp_path / "dpo.jsonl"
+    with pytest.raises(AgentsynthError, match=r"no task has both a passing and a failing trial.*--trials 2"):
+        DPOExporter().export(only_passed, out)
+    assert not out.exists()
+    run = write_run(tmp_path / "run", only_passed)
+    proc = agentsynth("export", str(run), "-f", "dpo", "-o", str(out))
+    assert proc.returncode == 2 and "no task has both a passing and a failing trial" in proc.stderr
+    assert "Traceback" not in proc.stderr and not out.exists()
+
+
+@pytest.mark.parametrize("exporter_cls", ALL_FORMATS, ids=lambda c: c.format_name)
+def test_an_empty_export_is_an_error_that_says_why(exporter_cls, tmp_path):
+    out = tmp_path / ("ds" if exporter_cls is HFExporter else "out")
+    failed = [make_result("a", 0, False), make_result("b", 0, True, split="test")]
+    exporter = exporter_cls(filter="passed") if exporter_cls is not DPOExporter else exporter_cls()
+    with pytest.raises(AgentsynthError, match="nothing to write") as info:
+        exporter.export(failed, out)
+    assert not out.exists() and list(tmp_path.iterdir()) == []  # no empty file, no temporary left
+    message = str(info.value)
+    assert str(out) in message and "1 of the test split" in message and "--include-test" in message
+    if exporter_cls is not DPOExporter:
+        assert "1 did not pass" in message and "--filter all" in message
+    with pytest.raises(AgentsynthError, match="no episodes"):
+        exporter_cls().export([], out)
+    # an earlier export at the same path is left as it was
+    if exporter_cls is not HFExporter:
+        out.write_text("earlier\n")
+        with pytest.raises(AgentsynthError):
+            exporter.export(failed, out)
+        assert out.read_text() == "earlier\n"

@@ -396,13 +396,13 @@ def test_sharegpt_and_adp_exports_import_back(results, tmp_path):
     from agentsynth_export.importers import ShareGPTImporter
 
     originals = [r.trajectory for r in results if r.trajectory is not None]
-    ShareGPTExporter(filter="all").export(results, tmp_path / "s.jsonl")
+    ShareGPTExporter(filter="all", include_test=True).export(results, tmp_path / "s.jsonl")
     back = list(ShareGPTImporter().read(tmp_path / "s.jsonl"))
     assert len(back) == len(originals)
     for imp, orig in zip(back, originals, strict=True):
         _same_work(imp, orig)
         assert [s.turn for s in imp.steps] == [s.turn for s in orig.steps]  # parallel calls stay parallel
-    ADPExporter(filter="all").export(results, tmp_path / "a.jsonl")
+    ADPExporter(filter="all", include_test=True).export(results, tmp_path / "a.jsonl")
     importer = AutoImporter()
     back = list(importer.read(tmp_path / "a.jsonl"))
     assert importer.detected == "adp" and len(back) == len(originals)
