@@ -40,3 +40,12 @@ def scaffold_pack(name: str, directory: Path, environment: str | None, schema: P
     from .scaffold import scaffold
 
     return scaffold(name, directory, schema)
+
+
+@hookimpl
+def adversarial_exploits(environment: str) -> list[Any] | None:
+    if environment != "sql":
+        return None
+    from .exploits import sql_exploits
+
+    return sql_exploits()
