@@ -128,6 +128,12 @@ def _settle(future: asyncio.Future[Any], result: Any, exc: BaseException | None)
         future.set_result(result)
 
 
+# Caps on what one observation may hold, whatever the world returns: an agent that makes a tool
+# print gigabytes must not make the episode (or its stored trajectory) hold them.
+MAX_OBSERVATION_CHARS = 32_000
+MAX_OBSERVATION_DATA_BYTES = 64_000
+
+
 @attrs.define
 class EpisodeConfig:
     """The run-level settings an episode needs."""
@@ -136,6 +142,41 @@ class EpisodeConfig:
     max_steps: int = 30
     timeout: float = 300.0
     judge: ComponentSpec | None = None
+    max_observation_chars: int = MAX_OBSERVATION_CHARS
+    max_observation_data_bytes: int = MAX_OBSERVATION_DATA_BYTES
+
+
+def cap_observation(obs: Any, chars: int = MAX_OBSERVATION_CHARS,
+                    data_bytes: int = MAX_OBSERVATION_DATA_BYTES) -> Observation:
+    """The observation as the agent sees and the store keeps it: text cut to ``chars`` with a
+    visible marker, structured ``data`` over ``data_bytes`` (JSON) replaced by a note of its size."""
+    if not isinstance(obs, Observation):
+        obs = Observation(str(obs if obs is not None else ""))
+    content, data = obs.content, obs.data
+    if len(content) > chars:
+        content = content[:chars] + f"\n[... output truncated: {len(content) - chars:,} more characters not shown]"
+    if data is not None and not isinstance(data, (bool, int, float)):
+        size = _json_size(data)
+        if size > data_bytes:
+            data = {"truncated": True, "bytes": size, "limit": data_bytes}
+    if content is obs.content and data is obs.data:
+        return obs
+    return Observation(content, obs.error, data, obs.done)
+
+
+def _json_size(data: Any) -> int:
+    if isinstance(data, str):
+        return len(data)  # a lower bound that is cheap; exact enough for a cap
+    try:
+        return len(_encode(data))
+    except (TypeError, ValueError, OverflowError):  # not JSON-able: the store could not keep it either
+        return len(repr(data))
+
+
+def _encode(data: Any) -> bytes:
+    import msgspec
+
+    return msgspec.json.encode(data)
 
 
 class StageError(Exception):
@@ -170,29 +211,35 @@ class Episode:
             return await self.worker.call(fn, *args)
         except (asyncio.CancelledError, BudgetExceeded):
             raise
-        except Exception as exc:
+        except (Exception, SystemExit, KeyboardInterrupt) as exc:
+            # A component's sys.exit() or raised KeyboardInterrupt fails its episode, not the run
+            # (a real Ctrl-C reaches the run as a cancellation, see asyncio.run).
             raise StageError(kind, exc) from exc
 
     def _build(self, kind: str, cspec: ComponentSpec) -> Any:
         self.stage = kind
         try:
-            return build(kind, cspec, host=self.host, base_dir=self.pack.base_dir, task=self.task, pack=self.pack,
-                         run=self.run)
-        except Exception as exc:
+            return self._make(kind, cspec)
+        except (Exception, SystemExit, KeyboardInterrupt) as exc:
             raise StageError(kind, exc) from exc
+
+    def _make(self, kind: str, cspec: ComponentSpec) -> Any:
+        return build(kind, cspec, host=self.host, base_dir=self.pack.base_dir, task=self.task, pack=self.pack,
+                     run=self.run)
 
     async def play(self) -> str:
         """Run the episode to its verdict; returns ``passed`` or ``failed``. Raises StageError."""
         task, traj = self.task, self.trajectory
         self.env = env = self._build("environment", self.pack.task_environment(task))
-        first = await self._stage("environment", env.reset, self.seed)
-        if not isinstance(first, Observation):
-            first = Observation(str(first or ""))
+        first = cap_observation(await self._stage("environment", env.reset, self.seed),
+                                self.config.max_observation_chars, self.config.max_observation_data_bytes)
         tools = list(await self._stage("environment", env.tools))
         traj.tools = tools
         traj.initial_observation = first.content
         tool_names = {t.name for t in tools}
-        policy = self._build("policy", self.config.policy)
+        # built on the episode's thread: a policy may import user code (an oracle, your agent) that
+        # hangs at import, and the episode's timeout must still end it
+        policy = await self._stage("policy", self._make, "policy", self.config.policy)
         max_steps = task.max_steps or self.config.max_steps
         state = EpisodeState(task, tools, traj, first, self.seed, random.Random(self.seed), max_steps)
         turn_index, done = 0, False
@@ -225,9 +272,8 @@ class Episode:
                         error=True,
                     )
                 else:
-                    obs = await self._stage("environment", env.step, action)
-                    if not isinstance(obs, Observation):
-                        obs = Observation(str(obs))
+                    obs = cap_observation(await self._stage("environment", env.step, action),
+                                          self.config.max_observation_chars, self.config.max_observation_data_bytes)
                 traj.steps.append(
                     Step(action, obs, turn_index, time.perf_counter() - started, thought, usage, invalid)
                 )
@@ -373,9 +419,7 @@ async def replay_episode(
         for index, step in enumerate(trajectory.steps):
             if isinstance(step.action, Answer) or step.invalid:
                 continue
-            obs = await episode._stage("environment", env.step, step.action)
-            if not isinstance(obs, Observation):
-                obs = Observation(str(obs))
+            obs = cap_observation(await episode._stage("environment", env.step, step.action))
             before = step.observation or Observation()
             if (obs.content, obs.error) != (before.content, before.error):
                 drift.append(index)

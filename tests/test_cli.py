@@ -73,7 +73,7 @@ def test_plugins_command_lists_registrations(cli):
     code, out, _ = cli("plugins")
     assert code == 0
     assert "builtins  (agentsynth 0.1.0)" in out
-    assert "  policies: noop, claim_success, random, callable, oracle" in out.replace(", llm", "")
+    assert "  policies: noop, claim_success, random, callable, scripted, oracle" in out.replace(", llm", "")
     code, out, _ = cli("plugins", "--json", "--hook", "register_environments")
     names = {p["name"] for p in json.loads(out)}
     assert "testworld" in names and "builtins" not in names

@@ -97,7 +97,7 @@ class Broken:
 class TestPlugin:
     @hookimpl
     def register_policies(self, register):
-        register("scripted", Scripted)
+        register("durable_scripted", Scripted)
         register("budgeted", Budgeted)
 
     @hookimpl
@@ -147,7 +147,7 @@ def spec_text(tasks: list[tuple[str, str]], **top) -> str:
     for task_id, do in tasks:
         lines += [f"  - id: {task_id}", f"    instruction: {do}", f"    metadata: {{do: {do}}}",
                   "    checkers: [{type: kv_equals, key: k, value: v}]"]
-    policy = top.pop("policy", "{type: scripted}")
+    policy = top.pop("policy", "{type: durable_scripted}")
     lines.append(f"policy: {policy}")
     lines += [f"{k}: {v}" for k, v in top.items()]
     return "\n".join(lines) + "\n"
@@ -279,13 +279,13 @@ SECRET = "sk-live-0123456789abcdefSECRET"
 
 
 def test_secrets_never_reach_the_run_directory(cli, tmp_path):
-    write(tmp_path / "spec.yaml", spec_text([("a", "solve")], policy=f"{{type: scripted, api_key: {SECRET}}}"))
+    write(tmp_path / "spec.yaml", spec_text([("a", "solve")], policy=f"{{type: durable_scripted, api_key: {SECRET}}}"))
     code, out, _ = cli("run", "spec.yaml", "--run-dir", "d", "--json", "report.json", "-q")
     assert code == 0
     for path in [*(tmp_path / "d").iterdir(), tmp_path / "report.json"]:
         assert SECRET.encode() not in path.read_bytes(), path
     store = RunStore(tmp_path / "d", create=False)
-    assert store.get_meta("spec")["policy"] == {"type": "scripted", "api_key": "<redacted>"}
+    assert store.get_meta("spec")["policy"] == {"type": "durable_scripted", "api_key": "<redacted>"}
     assert next(store.results()).provenance["policy"]["api_key"] == "<redacted>"
     store.close()
     # resume needs the secret back: it reads the original spec file ...
