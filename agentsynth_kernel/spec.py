@@ -285,6 +285,8 @@ for _cls in (Pack, Budget, RunSpec):
 def _format(exc: BaseException, type_: type | None) -> str:
     if isinstance(exc, InvalidValue):
         return str(exc)
+    if type(exc) is ValueError and str(exc):  # a spec_cls's own check (cattrs would say "invalid value")
+        return f"ValueError: {exc}"
     if isinstance(exc, KeyError):
         return "missing required key"
     if isinstance(exc, ForbiddenExtraKeysError):
@@ -333,7 +335,19 @@ MAX_VALUES = 1_000_000  # values after YAML aliases are expanded (a "billion lau
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: a 5 MB scalar parses in ~0.1 s
 
 
-def read_yaml(path: Path) -> Any:
+class _WholeReference(str):
+    """An unquoted YAML value that is one ``${...}``: it takes the type of what it expands to."""
+
+
+class _SpecLoader(_Loader):  # type: ignore[misc,valid-type]
+    """The safe loader, marking unquoted ``${...}`` values (quoted ones stay strings)."""
+
+
+_SpecLoader.add_implicit_resolver("!agentsynth/reference", re.compile(r"^\$\{[^{}]*\}$"), ["$"])
+_SpecLoader.add_constructor("!agentsynth/reference", lambda loader, node: _WholeReference(loader.construct_scalar(node)))
+
+
+def read_yaml(path: Path, *, loader: type = _Loader) -> Any:
     """Parse a YAML file; a missing file, a syntax error, a file over 5 MB or nested more than 50
     levels is a SpecError (with line and column for syntax errors), never a hang or a traceback."""
     try:
@@ -352,7 +366,7 @@ def read_yaml(path: Path) -> Any:
     except UnicodeDecodeError as exc:
         raise SpecError(str(path), [f"cannot read: not UTF-8 text ({exc})"]) from None
     try:
-        data = yaml.load(text, Loader=_Loader)  # noqa: S506 (a safe loader)
+        data = yaml.load(text, Loader=loader)  # noqa: S506 (a safe loader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
@@ -418,6 +432,12 @@ def check_shape(data: Any, source: str) -> None:
         raise SpecError(source, [f"{exc.path}: {exc.message}" if exc.path else exc.message]) from None
 
 
+def read_spec_yaml(path: Path, what: str) -> dict[str, Any]:
+    """A spec or pack file as a mapping with its ``${VAR}`` references expanded."""
+    data = _top_mapping(read_yaml(path, loader=_SpecLoader), str(path), what)
+    return expand_variables(dict(data), str(path))
+
+
 def _top_mapping(data: Any, source: str, what: str) -> Mapping[str, Any]:
     if not isinstance(data, Mapping):
         raise SpecError(source, [f"expected a mapping at the top level ({what}), got {_describe(data)}"])
@@ -443,8 +463,9 @@ def substituted_values() -> frozenset[str]:
 
 def expand_variables(data: Any, source: str, environ: Mapping[str, str] | None = None) -> Any:
     """``${VAR}`` and ``${VAR:default}`` in every string value (not in keys), ``$${`` for a literal
-    ``${``. A value that is one whole ``${...}`` becomes the number or true/false its text spells,
-    so ``trials: ${TRIALS}`` works. An unset variable without a default is a SpecError."""
+    ``${``. An unquoted value that is one whole ``${...}`` (read by read_spec_yaml) becomes the
+    number or true/false its text spells, as if written in place, so ``trials: ${TRIALS}`` works;
+    quoted, it stays a string. An unset variable without a default is a SpecError."""
     env = os.environ if environ is None else environ
     problems: list[str] = []
 
@@ -453,7 +474,6 @@ def expand_variables(data: Any, source: str, environ: Mapping[str, str] | None =
             return text
         pieces: list[str] = []
         position = 0
-        whole = False
         for match in _REFERENCE.finditer(text):
             pieces.append(text[position:match.start()])
             position = match.end()
@@ -477,10 +497,9 @@ def expand_variables(data: Any, source: str, environ: Mapping[str, str] | None =
                                 "for a default)")
                 continue
             pieces.append(value)
-            whole = match.start() == 0 and match.end() == len(text)
         pieces.append(text[position:])
         result = "".join(pieces)
-        if whole:
+        if isinstance(text, _WholeReference) and not problems:
             if _NUMBER.match(result):
                 return float(result) if any(c in result for c in ".eE") else int(result)
             if result.lower() in ("true", "false"):
@@ -531,7 +550,7 @@ def load_pack(ref: str | Path, *, host: PluginHost | None = None, validate: bool
     if path.is_dir() and not file.is_file():
         raise SpecError(str(path), ["pack directory has no pack.yaml"])
     source = str(file)
-    data = expand_variables(dict(_top_mapping(read_yaml(file), source, "a pack")), source)
+    data = read_spec_yaml(file, "a pack")
     data.setdefault("id", file.parent.name if file.name == "pack.yaml" else file.stem)
     pack = structure(data, Pack, source=source)
     object.__setattr__(pack, "base_dir", file.parent.resolve())
@@ -819,7 +838,7 @@ def load_run_spec(path: str | Path, *, host: PluginHost | None = None, overrides
     host = host or get_host()
     path = Path(path)
     source = str(path)
-    data = expand_variables(dict(_top_mapping(read_yaml(path), source, "a run spec")), source)
+    data = read_spec_yaml(path, "a run spec")
     data.update(overrides or {})
     if "generate" in data:  # a generation spec needs no policy of its own
         data.setdefault("policy", "noop")
