@@ -152,8 +152,14 @@ def pairs(run_dirs: tuple[Path, ...], output: Path, judge_name: str | None, judg
 @click.option("--concurrency", type=click.IntRange(min=1), default=8, show_default=True, help="Judgements in flight.")
 def score(run_dirs: tuple[Path, ...], output: Path, judge_name: str | None, judge_spec: Path | None, blind: bool,
           concurrency: int) -> None:
-    """Score the stored trajectories of one or more runs with a judge (no episode is re-run)."""
+    """Score the stored trajectories of one or more runs with a judge (no episode is re-run).
+
+    Rows are written to OUTPUT as they come (an interrupted command keeps what it scored) and
+    progress goes to stderr. A trajectory the judge fails on gets a row with ``error`` and does
+    not stop the others; the exit code is 1 only when nothing could be scored (or the budget ran out).
+    """
     from agentsynth_kernel.components import call
+    from agentsynth_kernel.errors import BudgetExceeded
 
     from .calibrate import read_run
     from .reward import compute_reward
@@ -165,11 +171,10 @@ def score(run_dirs: tuple[Path, ...], output: Path, judge_name: str | None, judg
         run_spec = spec if i == 0 else run_spec
     judge_obj, label = _judge_from_options(judge_name, judge_spec, run_spec)
     weights = getattr(judge_obj, "reward_weights", None)
+    total = len(results)
+    tally = {"done": 0, "failed": 0, "passed": 0, "score": 0.0}
 
-    async def one(result: Any, gate: asyncio.Semaphore) -> dict[str, Any]:
-        async with gate:
-            verdicts = [] if blind else list(result.verdicts)
-            res = await call(judge_obj.score, result.trajectory, verdicts)
+    def row_for(result: Any, res: Any) -> dict[str, Any]:
         row = {"task_id": result.task_id, "trial": result.trial, "seed": result.seed, "status": result.status,
                "judge": label, "score": res.score, "passed": res.passed, "dimensions": res.dimensions,
                "rationale": res.rationale}
@@ -180,18 +185,48 @@ def score(run_dirs: tuple[Path, ...], output: Path, judge_name: str | None, judg
                             "cost_usd": res.usage.cost_usd, "requests": res.usage.requests}
         return row
 
-    async def run_all() -> list[dict[str, Any]]:
-        gate = asyncio.Semaphore(concurrency)
-        return list(await asyncio.gather(*(one(r, gate) for r in results)))
+    async def one(result: Any, gate: asyncio.Semaphore, fp: Any) -> None:
+        async with gate:
+            verdicts = [] if blind else list(result.verdicts)
+            try:
+                res = await call(judge_obj.score, result.trajectory, verdicts)
+            except BudgetExceeded:
+                raise
+            except Exception as exc:  # one bad trajectory or reply: recorded, the others go on
+                row = {"task_id": result.task_id, "trial": result.trial, "seed": result.seed, "status": result.status,
+                       "judge": label, "score": None, "passed": None, "error": f"{type(exc).__name__}: {exc}"}
+                tally["failed"] += 1
+                note = f"error: {row['error'][:200]}"
+            else:
+                row = row_for(result, res)
+                tally["score"] += res.score
+                tally["passed"] += bool(res.passed)
+                note = f"score {res.score:.3f}"
+        fp.write(json.dumps(row, default=str) + "\n")
+        fp.flush()
+        tally["done"] += 1
+        click.echo(f"judge score [{tally['done']}/{total}] {result.task_id} (trial {result.trial}): {note}", err=True)
 
-    rows = asyncio.run(run_all())
+    async def run_all(fp: Any) -> None:
+        gate = asyncio.Semaphore(concurrency)
+        await asyncio.gather(*(one(r, gate, fp) for r in results))
+
     output.parent.mkdir(parents=True, exist_ok=True)
+    stopped = ""
     with output.open("w", encoding="utf-8") as fp:
-        for row in rows:
-            fp.write(json.dumps(row, default=str) + "\n")
-    passed = sum(1 for r in rows if r["passed"])
-    mean = sum(r["score"] for r in rows) / len(rows) if rows else 0.0
-    click.echo(f"judge {label}: {len(rows)} trajectories, mean score {mean:.3f}, {passed} passed -> {output}")
+        try:
+            asyncio.run(run_all(fp))
+        except BudgetExceeded as exc:
+            stopped = f"stopped: {exc}"
+    scored = tally["done"] - tally["failed"]
+    mean = tally["score"] / scored if scored else 0.0
+    failed = f", {tally['failed']} failed (rows with 'error')" if tally["failed"] else ""
+    click.echo(f"judge {label}: {scored} of {total} trajectories scored{failed}, mean score {mean:.3f}, "
+               f"{tally['passed']} passed -> {output}")
+    if stopped:
+        click.echo(stopped, err=True)
+    if stopped or (total and not scored):
+        raise SystemExit(1)
 
 
 @judge.command()

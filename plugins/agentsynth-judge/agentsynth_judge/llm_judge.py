@@ -7,6 +7,7 @@
       model: openai/gpt-4o-mini          # any model the kernel's LLM client reaches
       # api_base: http://localhost:8000/v1, api_key_env: MY_KEY, temperature: 0, max_reasks: 2
       # rubric: rubric.yaml, reward: {outcome: .6, verification: .2, judge: .2}
+      # max_tokens: 1024 (always sent), context_chars: 6000 (default for model: local)
 
 Every request goes through the kernel's LLM client (``client_for(run)``: the run's cache,
 retries, rate limit and hard budget). The model is asked for a JSON object with a 0-10
@@ -24,6 +25,11 @@ cannot flood the judge); long trajectories show their first and last steps. In p
 mode (:meth:`LLMJudge.compare_once`, used by :func:`agentsynth_judge.pairwise.compare`)
 both trajectories get the same budgets and are presented in both orders (or a seeded
 random order) to cancel position bias.
+
+Small contexts: every request carries ``max_tokens`` (default 1024; 512 for ``local`` models), and
+with ``context_chars`` set (the default for ``local`` models: 6000, about 2k tokens) the prompt is
+compact (a short system prompt) and the trajectory is re-rendered with smaller per-step budgets
+until the whole prompt fits; what still does not fit is cut with a visible marker.
 """
 
 from __future__ import annotations
@@ -64,6 +70,19 @@ PAIRWISE_PROMPT = (
     "they are shown is random and means nothing; do not reward length or verbosity. Answer 'tie' only when "
     "they are equally good. Reply with a single JSON object and nothing else."
 )
+
+
+COMPACT_SYSTEM_PROMPT = (
+    "Score an AI agent's trajectory on each rubric dimension from 0 to 10 with a one-sentence rationale. "
+    "Judge what it did, not what it claims; do not reward length. Reply with one JSON object only."
+)
+DEFAULT_MAX_TOKENS = 1024
+SMALL_MAX_TOKENS = 512
+SMALL_CONTEXT_CHARS = 6_000
+
+
+def _is_local(model: str) -> bool:
+    return model == "local" or model.startswith("local/")
 
 
 class JudgeOutputError(AgentsynthError):
@@ -212,6 +231,7 @@ class LLMJudge(RubricJudge):
         max_answer_chars: int = 4000,
         system_prompt: str | None = None,
         params: Mapping[str, Any] | None = None,
+        context_chars: int | None = None,
         client: Any = None,
         run: Any = None,
         base_dir: Path | None = None,
@@ -227,12 +247,19 @@ class LLMJudge(RubricJudge):
         resolve_route(model, api_base, transport)  # a missing api_base fails now, not in every episode
         self.model, self.temperature, self.max_reasks = model, temperature, max(0, int(max_reasks))
         self.api_base, self.api_key_env, self.transport = api_base, api_key_env, transport
+        local = _is_local(model)
+        self.context_chars = context_chars if context_chars is not None else (SMALL_CONTEXT_CHARS if local else None)
+        if max_tokens is None:
+            max_tokens = SMALL_MAX_TOKENS if self.context_chars is not None else DEFAULT_MAX_TOKENS
         self.max_tokens, self.cache, self.response_format = max_tokens, cache, response_format
         self.include_verdicts = include_verdicts
         self.max_observation_chars, self.max_answer_chars = max_observation_chars, max_answer_chars
-        self.system_prompt = system_prompt or SYSTEM_PROMPT
+        self.system_prompt = system_prompt or (COMPACT_SYSTEM_PROMPT if self.context_chars is not None
+                                               else SYSTEM_PROMPT)
         self.params = dict(params or {})
         self.client = client if client is not None else client_for(run, **dict(client_options or {}))
+        if local:  # an embedded model costs nothing (a USD budget still works with it)
+            self.client.prices.setdefault(model, (0.0, 0.0))
         self.schema = score_schema(self.rubric)
 
     # --- plumbing -------------------------------------------------------------------------------
@@ -269,10 +296,29 @@ class LLMJudge(RubricJudge):
             + "; ".join(problems[:5])
         )
 
-    def _render(self, trajectory: Trajectory, verdicts: Sequence[Verdict]) -> str:
-        return render_trajectory(trajectory, verdicts if self.include_verdicts else (),
-                                 max_observation_chars=self.max_observation_chars,
-                                 max_answer_chars=self.max_answer_chars)
+    def _render(self, trajectory: Trajectory, verdicts: Sequence[Verdict], room: int | None = None) -> str:
+        """The trajectory as text; with ``room`` (characters), shrunk until it fits, then cut with a marker."""
+        verdicts = verdicts if self.include_verdicts else ()
+        obs, answer, steps = self.max_observation_chars, self.max_answer_chars, 60
+        text = render_trajectory(trajectory, verdicts, max_observation_chars=obs, max_answer_chars=answer,
+                                 max_steps_shown=steps)
+        if room is None:
+            return text
+        while len(text) > room and (obs > 80 or steps > 6):
+            obs, answer, steps = max(80, obs // 2), max(160, answer // 2), max(6, steps // 2)
+            text = render_trajectory(trajectory, verdicts, max_observation_chars=obs, max_answer_chars=answer,
+                                     max_steps_shown=steps)
+        if len(text) > room:
+            keep = max(0, room - 80)
+            text = text[:keep] + f"\n[... {len(text) - keep} characters of the trajectory cut to fit the judge's context]"
+        return text
+
+    def _room(self, *fixed: str, system: str | None = None) -> int | None:
+        """Characters left for trajectories once the fixed parts of the prompt are counted."""
+        if self.context_chars is None:
+            return None
+        system = self.system_prompt if system is None else system
+        return max(200, self.context_chars - len(system) - sum(len(f) for f in fixed))
 
     def _rubric_text(self) -> str:
         return "\n".join(f"- {d.name} (weight {w:.2f}): {d.description or d.name.replace('_', ' ')}"
@@ -281,12 +327,10 @@ class LLMJudge(RubricJudge):
     # --- pointwise ------------------------------------------------------------------------------
 
     async def score(self, trajectory: Trajectory, verdicts: list[Verdict]) -> JudgeResult:
-        prompt = (
-            f"RUBRIC (score every dimension 0-{SCALE}):\n{self._rubric_text()}\n\n"
-            f"TRAJECTORY:\n{self._render(trajectory, verdicts)}\n\n"
-            "Reply with a JSON object: {\"dimensions\": {<dimension>: {\"score\": <0-10>, \"rationale\": <text>}, "
-            "...}, \"rationale\": <overall assessment>}"
-        )
+        head = f"RUBRIC (score every dimension 0-{SCALE}):\n{self._rubric_text()}\n\nTRAJECTORY:\n"
+        tail = ("\n\nReply with a JSON object: {\"dimensions\": {<dimension>: {\"score\": <0-10>, \"rationale\": "
+                "<text>}, ...}, \"rationale\": <overall assessment>}")
+        prompt = head + self._render(trajectory, verdicts, self._room(head, tail)) + tail
         messages = [{"role": "system", "content": self.system_prompt}, {"role": "user", "content": prompt}]
         value, usage, attempts = await self.ask(messages, self.schema, "rubric_scores")
         dims = value["dimensions"]
@@ -301,12 +345,12 @@ class LLMJudge(RubricJudge):
 
     async def compare_once(self, first: Trajectory, second: Trajectory) -> Preference:
         """Which of two trajectories, as shown, is better (use :func:`pairwise.compare` for swapping)."""
-        prompt = (
-            f"RUBRIC:\n{self._rubric_text()}\n\n"
-            f"TRAJECTORY FIRST:\n{self._render(first, ())}\n\n"
-            f"TRAJECTORY SECOND:\n{self._render(second, ())}\n\n"
-            "Reply with a JSON object: {\"winner\": \"first\" | \"second\" | \"tie\", \"rationale\": <text>}"
-        )
+        head = f"RUBRIC:\n{self._rubric_text()}\n\n"
+        tail = "\n\nReply with a JSON object: {\"winner\": \"first\" | \"second\" | \"tie\", \"rationale\": <text>}"
+        room = self._room(head, tail, system=PAIRWISE_PROMPT)
+        each = None if room is None else room // 2 - 40
+        prompt = (f"{head}TRAJECTORY FIRST:\n{self._render(first, (), each)}\n\n"
+                  f"TRAJECTORY SECOND:\n{self._render(second, (), each)}{tail}")
         messages = [{"role": "system", "content": PAIRWISE_PROMPT}, {"role": "user", "content": prompt}]
         value, usage, _ = await self.ask(messages, PAIRWISE_SCHEMA, "pairwise_preference")
         return Preference(value["winner"], str(value["rationale"]).strip(), usage=usage)
@@ -369,6 +413,7 @@ class LLMJudgeSpec:
     max_answer_chars: int = attrs.field(default=4000, validator=_positive)
     system_prompt: str | None = None
     params: dict[str, Any] = attrs.field(factory=dict, validator=lambda i, a, v: _params_validator(v))
+    context_chars: int | None = attrs.field(default=None, validator=lambda i, a, v: v is None or _positive(i, a, v))
     timeout: float | None = None
     max_retries: int | None = None
     rpm: float | None = None
@@ -390,5 +435,6 @@ def make_llm(spec: LLMJudgeSpec, base_dir: Path | None = None, run: Any = None) 
         api_base=spec.api_base, api_key_env=spec.api_key_env, transport=spec.transport, max_tokens=spec.max_tokens,
         cache=spec.cache, response_format=spec.response_format, include_verdicts=spec.include_verdicts,
         max_observation_chars=spec.max_observation_chars, max_answer_chars=spec.max_answer_chars,
-        system_prompt=spec.system_prompt, params=spec.params, run=run, base_dir=base_dir, client_options=options,
+        system_prompt=spec.system_prompt, params=spec.params, context_chars=spec.context_chars, run=run,
+        base_dir=base_dir, client_options=options,
     )
