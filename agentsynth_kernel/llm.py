@@ -216,10 +216,17 @@ def resolve_route(model: str, api_base: str | None = None, transport: str = "aut
     with an ``api_base`` whose prefix is not one litellm must translate -> the fast path. Known
     non-OpenAI providers (``anthropic/``, ``gemini/``, ...) -> litellm. ``transport="openai"`` or
     ``"litellm"`` overrides the choice.
+
+    ``local`` and ``local/NAME`` are asked of the plugins (hook ``local_model_endpoint``;
+    agentsynth-local starts an embedded model on first use) and go the fast path. Their
+    ``Route.model`` is ``local/<served model>``, so the cache never replays one local model's
+    answers for another.
     """
     if transport not in ("auto", "openai", "litellm"):
         raise ValueError(f"transport must be 'auto', 'openai' or 'litellm', got {transport!r}")
     provider, sep, rest = model.partition("/")
+    if provider == "local":
+        return _local_route(model, api_base)
     if not sep:
         provider, rest = "openai", model
     known = OPENAI_COMPATIBLE.get(provider)
@@ -234,6 +241,21 @@ def resolve_route(model: str, api_base: str | None = None, transport: str = "aut
     if not base:
         raise AgentsynthError(f"model {model!r}: provider {provider!r} needs an api_base (e.g. http://localhost:8000/v1)")
     return Route(model, "openai", provider, wire, base.rstrip("/"), key_env)
+
+
+def _local_route(model: str, api_base: str | None) -> Route:
+    """``local[/NAME]``: an explicit ``api_base`` wins; otherwise the plugin that serves local models."""
+    if api_base:
+        wire = model.partition("/")[2] or "local"
+        return Route(f"local/{wire}", "openai", "local", wire, api_base.rstrip("/"), None)
+    from .plugins import get_host
+
+    answer = get_host().pm.hook.local_model_endpoint(model=model)
+    if answer is None:
+        raise AgentsynthError(f"model {model!r}: no plugin serves local models; install agentsynth-local "
+                              "(pip install agentsynth-local) or give an api_base")
+    base, wire = answer
+    return Route(f"local/{wire}", "openai", "local", wire, base.rstrip("/"), None)
 
 
 def completion_cap_param(route: Route) -> str:
@@ -303,46 +325,71 @@ def price_for(model: str, prices: Mapping[str, Any] | None = None) -> tuple[floa
 # --- budget ---------------------------------------------------------------------------------------
 
 
+PICO = 10**12  # the ledger counts money in integer pico-dollars: sums of floats drift (1.9e-17 left
+# "reserved" once deadlocked a run), integers do not
+
+
+def to_pico(usd: float) -> int:
+    return round(usd * PICO)
+
+
 @attrs.define
 class Reservation:
     tokens: int = 0
-    usd: float = 0.0
+    pico: int = 0  # the worst-case cost reserved, in pico-dollars
     completion_allowance: int | None = None
+
+    @property
+    def usd(self) -> float:
+        return self.pico / PICO
 
 
 class BudgetLedger:
     """A hard cap in USD and/or tokens, safe with many requests in flight.
 
-    ``reserve`` blocks until the worst case of a request fits next to everything already spent
-    or reserved, and raises BudgetExceeded when it could never fit; ``settle`` replaces the
-    reservation with what the request really cost. ``spent + reserved <= cap`` always holds, so
-    as long as a request costs no more than its reservation, the cap is never exceeded.
+    ``reserve`` waits while the worst case of a request does not fit next to what is spent and
+    reserved *and* something is in flight that may free room; it raises BudgetExceeded when the
+    request could never fit, or when nothing in flight could make it fit (never waits forever).
+    ``settle`` replaces the reservation with what the request really cost. Money is kept in
+    integer pico-dollars, so ``spent + reserved <= cap`` holds exactly, and as long as a request
+    costs no more than its reservation the cap is never exceeded.
     """
 
     def __init__(self, usd: float | None = None, tokens: int | None = None) -> None:
-        if usd is not None and usd < 0 or tokens is not None and tokens < 0:
-            raise ValueError("budget must be non-negative")
+        if usd is not None and not (usd >= 0 and math.isfinite(usd)) or tokens is not None and tokens < 0:
+            raise ValueError("budget must be a finite, non-negative amount")
         self.usd_cap, self.token_cap = usd, tokens
-        self.spent_usd, self.spent_tokens = 0.0, 0
-        self.reserved_usd, self.reserved_tokens = 0.0, 0
+        self.cap_pico = to_pico(usd) if usd is not None else None
+        self.spent_pico, self.spent_tokens = 0, 0
+        self.reserved_pico, self.reserved_tokens = 0, 0
         self.in_flight = 0
         self.overruns = 0  # settlements that cost more than reserved (should stay 0)
         self._lock = threading.Lock()  # a client may serve several event loops (threads)
         self._changed: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Event] = weakref.WeakKeyDictionary()
 
     @property
+    def spent_usd(self) -> float:
+        return self.spent_pico / PICO
+
+    @property
+    def reserved_usd(self) -> float:
+        return self.reserved_pico / PICO
+
+    @property
     def limited(self) -> bool:
         return self.usd_cap is not None or self.token_cap is not None
 
-    def _fit(self, prompt: int, price: tuple[float, float] | None, spent_usd: float, spent_tokens: int) -> float:
-        """The most completion tokens that fit after ``spent``; +inf when uncapped."""
-        best = math.inf
+    def _fit(self, prompt: int, price: tuple[int, int] | None, spent_pico: int, spent_tokens: int) -> int | None:
+        """The most completion tokens that fit after what is spent; None when uncapped, < 0 when
+        not even the prompt fits. ``price`` is pico-dollars per (prompt, completion) token."""
+        best: int | None = None
         if self.token_cap is not None:
-            best = min(best, self.token_cap - spent_tokens - prompt)
-        if self.usd_cap is not None and price is not None:
+            best = self.token_cap - spent_tokens - prompt
+        if self.cap_pico is not None and price is not None:
             pin, pout = price
-            left = self.usd_cap - spent_usd - prompt * pin
-            best = min(best, left / pout if pout > 0 else (math.inf if left >= 0 else -1))
+            left = self.cap_pico - spent_pico - prompt * pin
+            by_money = (left // pout if pout > 0 else (10**18 if left >= 0 else -1))
+            best = by_money if best is None else min(best, by_money)
         return best
 
     def describe(self) -> str:
@@ -364,25 +411,28 @@ class BudgetLedger:
                 f"budget.usd is set but the price of model {model!r} is unknown; give prices= (USD per token) "
                 "or use a token budget"
             )
+        exact = (to_pico(price[0]), to_pico(price[1])) if price is not None else None
         need = min(max_completion, min_completion)
         loop = asyncio.get_running_loop()
         while True:
             with self._lock:
-                alone = self._fit(prompt_tokens, price, self.spent_usd, self.spent_tokens)
-                if alone < need:
+                alone = self._fit(prompt_tokens, exact, self.spent_pico, self.spent_tokens)
+                assert alone is not None  # limited
+                now = self._fit(prompt_tokens, exact, self.spent_pico + self.reserved_pico,
+                                self.spent_tokens + self.reserved_tokens)
+                assert now is not None
+                if alone < need or (now < need and self.in_flight == 0):
                     raise BudgetExceeded(
                         f"budget reached: {self.describe()}; a request to {model or 'the model'} needs up to "
                         f"{prompt_tokens} prompt + {need} completion tokens"
                     )
-                now = self._fit(prompt_tokens, price, self.spent_usd + self.reserved_usd,
-                                self.spent_tokens + self.reserved_tokens)
                 want = min(max_completion, alone)
-                if now >= want:
-                    allowance = int(want)
-                    usd = prompt_tokens * price[0] + allowance * price[1] if price is not None else 0.0
-                    res = Reservation(prompt_tokens + allowance, usd, allowance)
+                if now >= want or (now >= need and self.in_flight == 0):
+                    allowance = min(want, now)
+                    pico = prompt_tokens * exact[0] + allowance * exact[1] if exact is not None else 0
+                    res = Reservation(prompt_tokens + allowance, pico, allowance)
                     self.reserved_tokens += res.tokens
-                    self.reserved_usd += res.usd
+                    self.reserved_pico += res.pico
                     self.in_flight += 1
                     return res
                 changed = self._changed.get(loop)
@@ -396,14 +446,11 @@ class BudgetLedger:
         with self._lock:
             self.in_flight -= 1
             self.reserved_tokens -= res.tokens
-            self.reserved_usd -= res.usd
-            if self.reserved_usd < 1e-12:
-                self.reserved_usd = max(0.0, self.reserved_usd)
+            self.reserved_pico -= res.pico
+            cost = res.pico if usd is None else to_pico(usd)
             self.spent_tokens += tokens
-            self.spent_usd += res.usd if usd is None else usd
-            if self.limited and res.completion_allowance is not None and (
-                tokens > res.tokens or (usd is not None and usd > res.usd + 1e-12)
-            ):
+            self.spent_pico += cost
+            if self.limited and res.completion_allowance is not None and (tokens > res.tokens or cost > res.pico):
                 self.overruns += 1
             waiting = list(self._changed.items())
         if not waiting:
@@ -422,7 +469,7 @@ class BudgetLedger:
         """Count spend made elsewhere (e.g. by an earlier, resumed part of the run)."""
         with self._lock:
             self.spent_tokens += tokens
-            self.spent_usd += usd
+            self.spent_pico += to_pico(usd)
 
 
 # --- cache ----------------------------------------------------------------------------------------
