@@ -9,15 +9,16 @@ property named ``password`` there is a name, not a secret.
 
 The strings are redacted before any format renders them, so JSON escaping (``\\n`` before a key)
 cannot hide a key from a pattern. They are redacted in batches: joined by NUL, which no key
-pattern or secret spans, one ``redact_text`` call per batch (a call scans the environment and runs
-the key patterns; per string it would dominate the export). If a batch comes back with a
-different number of parts, it is redone string by string.
+pattern or secret spans, one ``redact_text`` call per batch over its distinct strings (a call scans
+the environment and runs the key patterns; per string it would dominate the export). If a batch
+comes back with a different number of parts, it is redone string by string.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Iterator
+from functools import lru_cache
 from typing import Any
 
 import msgspec
@@ -32,22 +33,41 @@ BATCH_RECORDS = 256
 Ref = tuple[Any, Any]  # (container, key or index) of one string
 
 
+@lru_cache(maxsize=4096)
+def _secret_key(key: str) -> bool:
+    return is_secret_key(key)  # the same few keys recur in every record
+
+
 def _collect(node: Any, refs: list[Ref], strings: list[str], stats: Counter[str], *, schema: bool = False,
              secret: bool = False) -> None:
     """Gather every string below ``node``; mask values under secret-named keys (not in tool schemas)."""
-    items = node.items() if isinstance(node, dict) else enumerate(node)
-    for key, value in list(items):
-        under_secret = secret or (not schema and isinstance(key, str) and is_secret_key(key)
-                                  and item_is_secret(value))
+    if isinstance(node, dict):
+        for key, value in node.items():  # assigning to an existing key while iterating is allowed
+            if isinstance(value, str):
+                if not value:
+                    continue
+                if secret or (not schema and _secret_key(key)):
+                    node[key] = REDACTED
+                    stats["secrets_redacted"] += 1
+                else:
+                    refs.append((node, key))
+                    strings.append(value)
+            elif isinstance(value, (dict, list)):
+                under = secret or (not schema and _secret_key(key) and item_is_secret(value))
+                _collect(value, refs, strings, stats, schema=schema or key == "tools", secret=under)
+        return
+    for index, value in enumerate(node):
         if isinstance(value, str):
-            if under_secret:
-                node[key] = REDACTED
+            if not value:
+                continue
+            if secret:
+                node[index] = REDACTED
                 stats["secrets_redacted"] += 1
-            elif value:
-                refs.append((node, key))
+            else:
+                refs.append((node, index))
                 strings.append(value)
         elif isinstance(value, (dict, list)):
-            _collect(value, refs, strings, stats, schema=schema or key == "tools", secret=under_secret)
+            _collect(value, refs, strings, stats, schema=schema, secret=secret)
 
 
 def _redact_all(strings: list[str]) -> list[str]:
@@ -61,17 +81,21 @@ def _redact_all(strings: list[str]) -> list[str]:
 
 def _flush(batch: list[tuple[Any, EpisodeResult, int, bool]], refs: list[Ref], strings: list[str],
            stats: Counter[str]) -> Iterator[EpisodeResult]:
-    """Redact a batch's strings; a record is rebuilt from its plain data only if something in it changed."""
-    redacted = _redact_all(strings) if strings else []
+    """Redact a batch's distinct strings (system prompts and tool schemas recur in every record) once;
+    a record is rebuilt from its plain data only if something in it changed."""
+    unique = list(dict.fromkeys(strings))
+    changes = {old: new for old, new in zip(unique, _redact_all(unique) if unique else [], strict=True) if old != new}
     start = 0
     for data, original, end, masked in batch:
         changed = masked
-        for i in range(start, end):
-            if redacted[i] != strings[i]:
-                node, key = refs[i]
-                node[key] = redacted[i]
-                stats["secrets_redacted"] += 1
-                changed = True
+        if changes:
+            for i in range(start, end):
+                new = changes.get(strings[i])
+                if new is not None:
+                    node, key = refs[i]
+                    node[key] = new
+                    stats["secrets_redacted"] += 1
+                    changed = True
         start = end
         yield msgspec.convert(data, EpisodeResult) if changed else original
 
@@ -87,7 +111,7 @@ def scrub_results(results: Iterable[EpisodeResult], stats: Counter[str]) -> Iter
         n = len(strings)
         before = stats["secrets_redacted"]
         _collect(data, refs, strings, stats)
-        chars += sum(len(s) for s in strings[n:])
+        chars += sum(map(len, strings[n:]))
         batch.append((data, result, len(strings), stats["secrets_redacted"] != before))
         if len(batch) >= BATCH_RECORDS or chars >= BATCH_CHARS:
             yield from _flush(batch, refs, strings, stats)
