@@ -31,7 +31,7 @@ from .episode import EpisodeConfig, run_episode
 from .errors import AgentsynthError
 from .plugins import PluginHost, get_host
 from .records import EpisodeResult, Usage, from_json, to_builtins
-from .secrets import redact
+from .secrets import redact, remember_environment
 from .spec import ComponentSpec, Pack, RunSpec, Task, build, content_hash, select_tasks, unstructure
 from .store import STORE_FILE, RunStore
 
@@ -364,6 +364,7 @@ async def execute(
     """
     host = host or get_host()
     started = time.perf_counter()
+    remember_environment()  # provider keys are masked by value in everything the run writes
     tasks = select_tasks(spec, pack)
     if not tasks:
         raise AgentsynthError(f"no tasks selected from pack {pack.id!r} (split={spec.split!r}, only={spec.only})")

@@ -75,7 +75,7 @@ import msgspec
 
 from .errors import AgentsynthError, BudgetExceeded
 from .records import ToolSpec, Usage
-from .secrets import redact, redact_text
+from .secrets import redact, redact_bytes, redact_text, remember
 
 __all__ = [
     "BudgetExceeded", "BudgetLedger", "BudgetUnenforceable", "LLMClient", "LLMError", "LLMResponse", "LLMStats",
@@ -508,7 +508,7 @@ class ResponseCache:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_suffix(f".{os.getpid()}.{random.getrandbits(32):08x}.tmp")
-            tmp.write_bytes(_response_encoder.encode(response))
+            tmp.write_bytes(redact_bytes(_response_encoder.encode(response)))
             os.replace(tmp, path)
         except OSError:
             pass  # a cache that cannot write is only a slower cache
@@ -950,9 +950,12 @@ class LLMClient:
 
     def _key_for(self, route: Route, api_key: str | None, api_key_env: str | None) -> str | None:
         if api_key or self._api_key:
-            return api_key or self._api_key
-        env = api_key_env or self.api_key_env or route.key_env
-        return os.environ.get(env) if env else None
+            key = api_key or self._api_key
+        else:
+            env = api_key_env or self.api_key_env or route.key_env
+            key = os.environ.get(env) if env else None
+        remember(key)  # a model that echoes its key back never gets it onto the disk
+        return key
 
     def _estimate_prompt_tokens(self, body: dict[str, Any]) -> int:
         size = len(_json_encoder.encode(body.get("messages", []))) + len(_json_encoder.encode(body.get("tools") or []))

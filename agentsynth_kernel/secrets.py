@@ -1,5 +1,12 @@
 """Secrets never reach the disk: one redaction for everything the kernel writes (stored specs,
-results, cache keys, logs, error messages)."""
+results, cache keys, logs, error messages).
+
+Patterns (``sk-…``, ``Bearer …``) catch key-shaped strings; the secrets the process *knows* are
+masked by value wherever they appear, even when a model echoes them back inside an answer:
+values of secret environment variables, values under secret-named spec keys (``api_key``),
+passwords in URLs (``https://user:pass@host``), and whatever a component hands to
+:func:`remember` (an API key it was given, a header marked secret).
+"""
 
 from __future__ import annotations
 
@@ -21,6 +28,40 @@ _SECRET_VALUE = re.compile(
 )
 _SECRET_ENV = re.compile(r"(_API_KEY|_TOKEN|_SECRET|_PASSWORD|_ACCESS_KEY)$|^(API_KEY|TOKEN)$")
 _MIN_SECRET = 6  # shorter values are not masked inside text: too many false hits
+_URL_USERINFO = re.compile(r"(?<=://)([^/\s:@]+):([^/\s@]+)@")
+_URL_USERINFO_BYTES = re.compile(rb'(?<=://)([^/\s:@"]+):([^/\s@"]+)@')
+_known: set[str] = set()  # secrets handed to remember(); only grows
+
+
+def remember(*values: str | None) -> None:
+    """Mask these values by value in everything written from now on (e.g. an API key given in a
+    spec, a secret header). Values shorter than 6 characters are ignored."""
+    for value in values:
+        if isinstance(value, str) and len(value) >= _MIN_SECRET:
+            _known.add(value)
+
+
+def remember_environment() -> None:
+    """Remember the values of secret environment variables (a run does this when it starts, so the
+    hot path masks by value without scanning the environment per record)."""
+    remember(*env_secrets())
+
+
+def known_secrets() -> list[str]:
+    """Every secret the process knows (remembered, and in the environment now), longest first."""
+    return sorted({*_known, *env_secrets()}, key=len, reverse=True)
+
+
+def redact_bytes(data: bytes) -> bytes:
+    """Encoded output (a stored result, a cached response) with every remembered secret masked by
+    value: a cheap ``in`` test per secret, so it can run on every record."""
+    for secret in sorted(_known, key=len, reverse=True):
+        raw = secret.encode()
+        if raw in data:
+            data = data.replace(raw, REDACTED.encode())
+    if b"://" in data and b"@" in data:
+        data = _URL_USERINFO_BYTES.sub(rb"\1:" + REDACTED.encode() + rb"@", data)
+    return data
 
 
 def is_secret_key(key: str) -> bool:
@@ -42,9 +83,11 @@ def env_secrets() -> list[str]:
 def redact_text(text: str, secrets: Iterable[str] = ()) -> str:
     """``text`` with the given secrets, secret environment values and key-shaped strings
     (``sk-…``, ``AKIA…``, ``ghp_…``, ``Bearer …``) replaced by ``<redacted>``."""
-    for secret in sorted({*secrets, *env_secrets()}, key=len, reverse=True):
+    for secret in sorted({*secrets, *_known, *env_secrets()}, key=len, reverse=True):
         if len(secret) >= _MIN_SECRET:
             text = text.replace(secret, REDACTED)
+    if "://" in text and "@" in text:
+        text = _URL_USERINFO.sub(lambda m: f"{m.group(1)}:{REDACTED}@", text)
     return _SECRET_VALUE.sub(REDACTED, text)
 
 
@@ -55,13 +98,20 @@ def redact(value: Any, secrets: Iterable[str] = ()) -> Any:
 
     def walk(item: Any) -> Any:
         if isinstance(item, Mapping):
-            return {
-                k: REDACTED if isinstance(k, str) and is_secret_key(k) and item_is_secret(v) else walk(v)
-                for k, v in item.items()
-            }
+            out = {}
+            for k, v in item.items():
+                if isinstance(k, str) and is_secret_key(k) and item_is_secret(v):
+                    if isinstance(v, str):
+                        remember(v)  # masked here, and by value wherever it shows up later
+                    out[k] = REDACTED
+                else:
+                    out[k] = walk(v)
+            return out
         if isinstance(item, (list, tuple)):
             return [walk(v) for v in item]
         if isinstance(item, str):
+            for match in _URL_USERINFO.finditer(item):
+                remember(match.group(2))
             return redact_text(item, known)
         return item
 

@@ -23,6 +23,7 @@ import msgspec
 
 from .errors import AgentsynthError
 from .records import EpisodeResult, from_json, to_json
+from .secrets import redact_bytes
 
 STORE_FILE = "run.sqlite"
 STORE_FORMAT = 1
@@ -137,7 +138,8 @@ class RunStore:
         self._q(
             "INSERT OR REPLACE INTO episodes(task_id, trial, seed, status, error_kind, finished_at, result)"
             " VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (result.task_id, result.trial, result.seed, result.status, result.error_kind, time.time(), to_json(result)),
+            (result.task_id, result.trial, result.seed, result.status, result.error_kind, time.time(),
+             redact_bytes(to_json(result))),
         )
 
     def results(self, task_id: str | None = None) -> Iterator[EpisodeResult]:

@@ -123,7 +123,9 @@ def report(run: RunReport, *, json_path: str | None, quiet: bool) -> dict[str, A
     if run.info.run_dir is not None:
         summary["run_dir"] = str(run.info.run_dir)
     if json_path:
-        text = json.dumps(summary, indent=2, default=str)
+        from ..secrets import redact_text
+
+        text = redact_text(json.dumps(summary, indent=2, default=str))
         if json_path == "-":
             click.echo(text)
         else:
