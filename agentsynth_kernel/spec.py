@@ -109,6 +109,10 @@ class Pack:
     system_prompt: str = ""
     checkers: list[ComponentSpec] = attrs.field(factory=list)
     metadata: dict[str, Any] = attrs.field(factory=dict)
+    # A pack over a world with no state to read (a stateless server, a Q&A API) declares that its
+    # tasks are checked on the answer: `pack validate` then accepts answer checkers alone, and the
+    # robustness gate (canned, stuffed and echoed answers) is what vouches for them.
+    answer_checked: bool = False
     # set by the loader, not from YAML
     base_dir: Path = attrs.field(default=Path("."), init=False)
     source: str = attrs.field(default="", init=False)

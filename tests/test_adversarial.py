@@ -197,3 +197,28 @@ def test_answer_contains_reject_and_max_chars():
         AnswerContains(text="x", max_chars=0)
     with pytest.raises(ValueError):
         AnswerNumber(float("nan"))
+
+
+ANSWER_ONLY = """
+id: kvanswers
+answer_checked: true
+environment: {type: kv, initial: {a: "0", b: "0", c: "0"}}
+tasks:
+  - id: count
+    instruction: How many keys are there?
+    checkers: [{type: answer_number, value: 3}]
+"""
+
+
+def test_an_answer_checked_pack_passes_the_world_state_gate_and_is_audited(cli, write, tmp_path):
+    write("kvanswers/oracle.py", 'ORACLE = {"count": [{"answer": "There are 3 keys."}]}\n')
+    write("kvanswers/pack.yaml", ANSWER_ONLY)
+    code, out, _ = cli("pack", "validate", "kvanswers", "--timeout", "0.5", "--random-trials", "1", "--json", "g.json")
+    gates = {g["name"]: g for g in json.loads((tmp_path / "g.json").read_text())["gates"]}
+    assert code == 0, out
+    assert gates["world-state-checkers"]["status"] == "pass" and "answer_checked" in gates["world-state-checkers"]["note"]
+    assert gates["robustness"]["status"] == "pass"
+    write("kvanswers/pack.yaml", ANSWER_ONLY.replace("answer_checked: true\n", ""))
+    code, _, _ = cli("pack", "validate", "kvanswers", "--timeout", "0.5", "--random-trials", "1", "--json", "g.json")
+    gates = {g["name"]: g for g in json.loads((tmp_path / "g.json").read_text())["gates"]}
+    assert code == 1 and gates["world-state-checkers"]["status"] == "fail"
