@@ -31,6 +31,7 @@ from cattrs.v import format_exception, transform_error
 from .errors import AgentsynthError, SpecError, did_you_mean
 from .importing import CodeRef, absolute_code_ref, code_ref_problem
 from .plugins import PluginHost, Registration, get_host
+from .secrets import is_secret_key, remember
 
 SPLITS = ("train", "test")
 _ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
@@ -456,20 +457,13 @@ def _top_mapping(data: Any, source: str, what: str) -> Mapping[str, Any]:
 _REFERENCE = re.compile(r"\$\$\{|\$\{([^{}]*)\}|\$\{")
 _VARIABLE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(?::(.*))?$", re.DOTALL)
 _NUMBER = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
-_from_environment: set[str] = set()
-
-
-def substituted_values() -> frozenset[str]:
-    """Every value this process took from the environment for a ``${VAR}``: the run store must not
-    hold them (a spec names ``${OPENAI_API_KEY}``, not the key)."""
-    return frozenset(_from_environment)
-
-
 def expand_variables(data: Any, source: str, environ: Mapping[str, str] | None = None) -> Any:
     """``${VAR}`` and ``${VAR:default}`` in every string value (not in keys), ``$${`` for a literal
     ``${``. An unquoted value that is one whole ``${...}`` (read by read_spec_yaml) becomes the
     number or true/false its text spells, as if written in place, so ``trials: ${TRIALS}`` works;
-    quoted, it stays a string. An unset variable without a default is a SpecError."""
+    quoted, it stays a string. An unset variable without a default is a SpecError. What a
+    secret-named variable holds is remembered as a secret (see secrets.py), so the run directory
+    never holds it (nor values under secret-named keys or URL passwords, masked there too)."""
     env = os.environ if environ is None else environ
     problems: list[str] = []
 
@@ -492,9 +486,9 @@ def expand_variables(data: Any, source: str, environ: Mapping[str, str] | None =
                 continue
             name, default = variable.group(1), variable.group(2)
             value = env.get(name)
-            if value:
-                _from_environment.add(value)
-            elif default is not None:
+            if value and is_secret_key(name):  # ${DB_PASSWORD}, ${SESSION_SECRET}: masked wherever written
+                remember(value)
+            elif not value and default is not None:
                 value = default
             elif value is None:
                 problems.append(f"{where}: environment variable {name} is not set (write ${{{name}:default}} "
@@ -555,6 +549,8 @@ def load_pack(ref: str | Path, *, host: PluginHost | None = None, validate: bool
         raise SpecError(str(path), ["pack directory has no pack.yaml"])
     source = str(file)
     data = read_spec_yaml(file, "a pack")
+    if isinstance(data.get("id"), str) and not _ID_RE.match(data["id"]):  # it names run directories
+        raise SpecError(source, [f"id: {data['id']!r} is not a valid id (letters, digits, '_', '-', '.')"])
     data.setdefault("id", file.parent.name if file.name == "pack.yaml" else file.stem)
     pack = structure(data, Pack, source=source)
     object.__setattr__(pack, "base_dir", file.parent.resolve())
@@ -859,6 +855,9 @@ def resolve_pack(spec: RunSpec, *, base_dir: Path, source: str, host: PluginHost
         ref: str | Path = spec.pack
         if (base_dir / spec.pack).exists():
             ref = base_dir / spec.pack
+        elif spec.pack not in host.registry["pack"]:
+            raise SpecError(source, [f"pack: no such pack {spec.pack!r}: not a file or directory (from {base_dir}), "
+                                     f"nor a registered pack{did_you_mean(spec.pack, host.names('pack'))}"])
         pack = load_pack(ref, host=host)
         if spec.environment is not None:
             problems.append("environment: set in the pack; 'environment:' here is only for inline tasks")

@@ -137,8 +137,9 @@ def test_pack_and_tasks_are_exclusive(write, host):
 
 def test_unknown_pack_name(write, host):
     path = write("spec.yaml", "policy: noop\npack: no-such-pack\n")
-    (line,) = errors_of(path, host)
-    assert line.startswith("no-such-pack: no such pack: not a file or directory, nor a registered pack")
+    (line,) = errors_of(path, host)  # the spec that names it is the file at fault
+    assert line.startswith(f"{path}: pack: no such pack 'no-such-pack': not a file or directory (from {path.parent}),"
+                           " nor a registered pack")
 
 
 def test_pack_directory_loads_by_path_and_selects_split(write, host):

@@ -20,7 +20,6 @@ from agentsynth_kernel.spec import (
     load_pack,
     load_run_spec,
     read_spec_yaml,
-    substituted_values,
 )
 from agentsynth_kernel.store import STORE_FILE
 
@@ -252,7 +251,6 @@ def test_variables_expand_in_every_string_of_specs_and_packs(write, host, monkey
     assert pack.tasks[0].instruction == "Set b to 2 (cost: ${PRICE}, $5)"
     assert pack.tasks[0].checkers[0].params["key"] == "b"
     assert pack.environment is not None and pack.environment.params["initial"] == {"a": "1"}
-    assert "b" in substituted_values() and "1" not in substituted_values()  # defaults are not secrets
 
 
 def test_unset_and_malformed_variables_are_path_qualified_errors(write, host, monkeypatch):
@@ -276,17 +274,19 @@ def test_unquoted_whole_references_take_the_type_of_their_value(write, monkeypat
     assert expand_variables({"n": "${AGS_N}"}, "t", {"AGS_N": "4"}) == {"n": "4"}  # plain data: strings stay
 
 
-@pytest.mark.xfail(strict=True, reason="engine.spec_record must also redact spec.substituted_values() (lead)")
 def test_an_expanded_secret_never_reaches_the_run_directory(write, host, monkeypatch, tmp_path):
-    monkeypatch.setenv("AGS_DB_PW", "hunter2-very-secret")
-    write("agent.py", "def act(state, url):\n    return {'answer': 'done'}\n")
+    monkeypatch.setenv("AGS_DB_PW", "hunter2-very-secret")  # in a URL's password
+    monkeypatch.setenv("AGS_SESSION_SECRET", "opensesame-4711")  # a secret-named variable, any key
+    write("agent.py", "def act(state, url, note):\n    return {'answer': f'done {url} {note}'}\n")
     path = write("spec.yaml", KV + "policy: {type: callable, function: 'agent.py:act', "
-                 "params: {url: 'https://u:${AGS_DB_PW}@db.example/x'}}\n")
+                 "params: {url: 'https://u:${AGS_DB_PW}@db.example/x', note: '${AGS_SESSION_SECRET}'}}\n")
     spec, pack = load_run_spec(path, host=host)
     run(spec, pack, host=host, run_dir=tmp_path / "run")
     for file in (tmp_path / "run").rglob("*"):
         if file.is_file():
             assert b"hunter2-very-secret" not in file.read_bytes(), file
+            assert b"opensesame-4711" not in file.read_bytes(), file
+    assert spec.policy.params["params"]["note"] == "opensesame-4711"  # the run itself gets the value
 
 
 # --- 4. callable policies: found from the spec, any action shape -------------------------------------
