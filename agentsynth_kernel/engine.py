@@ -411,6 +411,10 @@ async def execute(
                 return
             if on_start is not None:
                 on_start(info, task, trial)
+            # An episode of a world that runs on the loop and a policy that runs inline never
+            # suspends: without this, one worker would run the whole queue, deaf to Ctrl-C (a
+            # cancellation lands only at a suspension) and to the other workers.
+            await asyncio.sleep(0)
             result = await run_episode(host, pack, task, trial, seed, config, info)
             result.provenance = provenance
             if result.error_kind == "budget":
