@@ -301,3 +301,27 @@ def adversarial_exploits(environment: str) -> list[Exploit] | None:
             return [Exploit("counter.negative", "count down past zero to wrap around",
                             [{"tool": "inc", "arguments": {"by": -2**63}}])]
     """
+
+
+# --- models ----------------------------------------------------------------------------------------
+
+
+@hookspec(firstresult=True)
+def local_model_endpoint(model: str) -> tuple[str, str] | None:
+    """Where a ``local`` model is served: ``model`` is the model string as written in a spec
+    (``local`` or ``local/NAME``). Return ``(api_base, wire_model)``: the base URL of an
+    OpenAI-compatible server (``http://127.0.0.1:PORT/v1``) and the model name to send it, or
+    ``None`` when this plugin does not serve that name (the next plugin is asked;
+    ``firstresult``). The kernel's :func:`~agentsynth_kernel.llm.resolve_route` asks on every
+    request, so answer from a cache after the first call; the first call may start a server and
+    block until it is ready. Raise :class:`~agentsynth_kernel.errors.AgentsynthError` with a clear
+    message for a name the plugin serves but cannot start. Called synchronously, from any thread.
+
+    Example::
+
+        @hookimpl
+        def local_model_endpoint(model):
+            if model != "local/echo":
+                return None
+            return ensure_echo_server_started(), "echo"
+    """

@@ -10,6 +10,7 @@
       # system_prompt: ..., api_base: http://localhost:8000/v1, api_key_env: MY_KEY, max_tokens: 1024,
       # parallel_tool_calls, tool_choice, params: {top_p: ...}, max_observation_chars: 20000,
       # cache: false, transport: litellm, timeout, max_retries, rpm, prices: {model: [in, out]}
+      # small_model: true, context_chars: 6000     (small_model is on by default for model: local)
 
 Each turn sends the conversation and the environment's tools, executes the tool calls the model
 returns (parallel calls in one turn), feeds the results back, and stops on an answer without tool
@@ -18,6 +19,14 @@ schema is not executed: the model gets an error result it can recover from, and 
 recorded with ``invalid=True`` (unknown tool names are handled the same way by the kernel).
 Requests go through ``client_for(run)``: the run's cache, retries, rate limit and budget.
 Keys come from the environment only (``OPENAI_API_KEY``, or the variable named by ``api_key_env``).
+
+**Small-model mode** (``small_model: true``; the default for ``local`` models) makes weak tool
+callers act: every request carries a ``final_answer`` tool and ``tool_choice: "required"``, so the
+model always calls a tool (servers that constrain decoding to the tools' schemas, like the embedded
+one, then always produce a well-formed call), and calling ``final_answer`` ends the episode with its
+answer. Assistant tool-call messages carry ``content: ""`` (llama.cpp's chat templates break on
+null), observations are cut to fit, and the oldest turns are dropped (with a visible marker) so
+the conversation sent stays under ``context_chars`` characters; the trajectory keeps everything.
 """
 
 from __future__ import annotations
@@ -44,6 +53,52 @@ DEFAULT_SYSTEM_PROMPT = (
 # client options a policy may set; they apply when it is the first to create the run's client
 _CLIENT_OPTIONS = ("timeout", "max_retries", "rpm", "concurrency", "prices")
 
+FINAL_ANSWER = "final_answer"
+SMALL_CONTEXT_CHARS = 6_000  # ~2k tokens of conversation: fits a 4k-token context with tools and answer
+SMALL_MAX_TOKENS = 256
+SMALL_SYSTEM_PROMPT = (
+    "You complete tasks by calling tools. Call one tool at a time and read its result. When the task is "
+    f"done, call {FINAL_ANSWER} with a short answer."
+)
+
+
+def _final_answer_tool(name: str) -> dict[str, Any]:
+    return {"type": "function", "function": {
+        "name": name, "description": "Finish: call this once the task is done, with a short final answer.",
+        "parameters": {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]},
+    }}
+
+
+def fit_messages(messages: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
+    """The conversation to send: the system and task messages, then as many of the latest turns as fit
+    in ``limit`` characters. A turn (an assistant message and the tool results after it) is kept or
+    dropped whole, so every tool result still follows its call; a marker says how much was cut."""
+    head = 0
+    while head < len(messages) and messages[head].get("role") in ("system", "user") and head < 2:
+        head += 1
+    size = sum(len(str(m.get("content") or "")) + len(str(m.get("tool_calls") or "")) for m in messages)
+    if size <= limit or len(messages) <= head + 1:
+        return messages
+    turns: list[list[dict[str, Any]]] = []
+    for message in messages[head:]:
+        if message.get("role") == "tool" and turns:
+            turns[-1].append(message)
+        else:
+            turns.append([message])
+    budget = limit - sum(len(str(m.get("content") or "")) for m in messages[:head])
+    kept: list[list[dict[str, Any]]] = []
+    for turn in reversed(turns):
+        cost = sum(len(str(m.get("content") or "")) + len(str(m.get("tool_calls") or "")) for m in turn)
+        if kept and cost > budget:
+            break
+        kept.append(turn)
+        budget -= cost
+    dropped = len(turns) - len(kept)
+    if not dropped:
+        return messages
+    marker = {"role": "user", "content": f"[... {dropped} earlier turns cut to fit the model's context]"}
+    return [*messages[:head], marker, *(m for turn in reversed(kept) for m in turn)]
+
 
 class LLMPolicy:
     """Drives an episode with a chat model's tool calls (``type: llm``)."""
@@ -67,6 +122,8 @@ class LLMPolicy:
         rpm: Annotated[float, Bounds(above=0)] | None = None,
         prices: dict[str, Any] | None = None,
         max_observation_chars: Annotated[int, Bounds(low=1)] | None = 20_000,
+        small_model: bool | None = None,
+        context_chars: Annotated[int, Bounds(low=200)] | None = None,
         run: Any = None,
         task: Task | None = None,
         pack: Pack | None = None,
@@ -80,22 +137,37 @@ class LLMPolicy:
 
         resolve_route(model, api_base, transport)  # bad transport / missing api_base: fail at build time
         self.model, self.temperature, self.max_turns = model, temperature, max_turns
+        is_local = model == "local" or model.startswith("local/")
+        self.small_model = is_local if small_model is None else bool(small_model)
+        default_prompt = SMALL_SYSTEM_PROMPT if self.small_model else DEFAULT_SYSTEM_PROMPT
         self.system_prompt = system_prompt if system_prompt is not None else (
-            (pack.system_prompt if pack is not None and pack.system_prompt else None) or DEFAULT_SYSTEM_PROMPT
+            (pack.system_prompt if pack is not None and pack.system_prompt else None) or default_prompt
         )
+        if self.small_model and max_tokens is None:
+            max_tokens = SMALL_MAX_TOKENS
         self.api_base, self.api_key_env, self.max_tokens = api_base, api_key_env, max_tokens
         self.transport, self.cache = transport, cache
+        self.context_chars = context_chars if context_chars is not None else (
+            SMALL_CONTEXT_CHARS if self.small_model else None)
+        if self.small_model and self.context_chars is not None:  # one result may use a third of the context
+            cap = max(100, self.context_chars // 3)
+            max_observation_chars = cap if max_observation_chars is None else min(max_observation_chars, cap)
         self.max_observation_chars = max_observation_chars
         self.extra: dict[str, Any] = dict(params or {})
         if parallel_tool_calls is not None:
             self.extra["parallel_tool_calls"] = parallel_tool_calls
         if tool_choice is not None:
             self.extra["tool_choice"] = tool_choice
+        elif self.small_model:
+            self.extra["tool_choice"] = "required"
         local = {"timeout": timeout, "max_retries": max_retries, "rpm": rpm, "prices": prices}
         options = {k: v for k, v in local.items() if v is not None}
         self.client = client if client is not None else client_for(run, **options)
         if prices:  # a policy's prices apply to the shared client too
             self.client.prices.update(prices)
+        if is_local:  # an embedded model costs nothing (a USD budget still works with it)
+            self.client.prices.setdefault(model, (0.0, 0.0))
+        self.final_answer = FINAL_ANSWER
         self.messages: list[dict[str, Any]] | None = None
         self.turns = 0  # model calls made
         self.acts = 0  # act() calls (the kernel's turn index)
@@ -162,8 +234,17 @@ class LLMPolicy:
             self._record(state)
             return Turn([Answer(self.last_content)])
         self.turns += 1
+        tools: list[Any] = list(state.tools or [])
+        if self.small_model:
+            names = {t.name for t in state.tools}
+            while self.final_answer in names:  # the world has a tool of that name: ours steps aside
+                self.final_answer = f"_{self.final_answer}"
+            tools.append(_final_answer_tool(self.final_answer))
+        messages = self.messages
+        if self.context_chars is not None:
+            messages = fit_messages(self.messages, self.context_chars)
         response = await self.client.complete(
-            self.messages, model=self.model, tools=state.tools or None, temperature=self.temperature,
+            messages, model=self.model, tools=tools or None, temperature=self.temperature,
             max_tokens=self.max_tokens, api_base=self.api_base, api_key_env=self.api_key_env,
             transport=self.transport, cache=self.cache, cache_salt=f"{state.task.id}:{state.seed}", **self.extra,
         )
@@ -176,12 +257,16 @@ class LLMPolicy:
             self._record(state)
             return Turn([Answer(response.content)], usage=response.usage)
 
-        tools = {t.name: t for t in state.tools}
+        if self.small_model and response.tool_calls[0].name == self.final_answer:
+            return self._final(state, response)
+        specs = {t.name: t for t in state.tools}
         actions: list[ToolCall] = []
         rejected: dict[int, Observation] = {}
         wire_calls = []
         seen: set[str] = set()
         for i, call in enumerate(response.tool_calls):
+            if self.small_model and call.name == self.final_answer:
+                break  # an answer after other calls in one turn: the calls run, the model answers next turn
             call_id = call.id if call.id and call.id not in seen else f"call_{turn_index}_{i}"
             seen.add(call_id)
             wire_calls.append({"id": call_id, "type": "function",
@@ -189,7 +274,7 @@ class LLMPolicy:
             arguments: Any = {}
             try:
                 arguments = parse_arguments(call.arguments, call_id=call_id, name=call.name)
-                spec = tools.get(call.name)
+                spec = specs.get(call.name)
                 if spec is not None:  # unknown names go to the kernel, which answers with an error
                     problems = validate_arguments(spec.parameters, arguments)
                     if problems:
@@ -207,7 +292,22 @@ class LLMPolicy:
                 continue
             actions.append(ToolCall(call.name, arguments, id=call_id))
             self.pending.append((call_id, None))
-        assistant: dict[str, Any] = {"role": "assistant", "content": response.content or None, "tool_calls": wire_calls}
+        # llama.cpp's chat templates need a string here; OpenAI accepts both
+        content = response.content or ("" if self.small_model else None)
+        assistant: dict[str, Any] = {"role": "assistant", "content": content, "tool_calls": wire_calls}
         self.messages.append(assistant)
         self._record(state, len(rejected))
         return Turn(list(actions), usage=response.usage, thought=response.content or "", rejected=rejected)
+
+    def _final(self, state: EpisodeState, response: Any) -> Turn:
+        """The model called ``final_answer``: the episode ends with its answer (not a world step)."""
+        call = response.tool_calls[0]
+        try:
+            answer = parse_arguments(call.arguments, call_id=call.id, name=call.name).get("answer", "")
+        except InvalidToolCall:
+            answer = call.arguments
+        answer = answer if isinstance(answer, str) else str(answer)
+        self.messages.append({"role": "assistant", "content": answer})  # type: ignore[union-attr]
+        self.last_content = answer
+        self._record(state)
+        return Turn([Answer(answer)], usage=response.usage, thought=response.content or "")

@@ -1,0 +1,295 @@
+"""The embedded model server: an OpenAI-compatible ``/v1/chat/completions`` on 127.0.0.1 over one GGUF.
+
+Run by :mod:`agentsynth_local.manager` as ``python -m agentsynth_local.server --model FILE`` (also by
+hand, for debugging: ``python -m agentsynth_local.server --model FILE --port 8081``). Standard library
+HTTP plus llama-cpp-python; no web framework to install.
+
+What it adds over a plain llama.cpp server, for small models that are weak tool callers:
+
+- **Tools in the prompt, calls parsed from the text.** Chat templates of small models (SmolLM2's is
+  plain ChatML) know nothing of tools: the tools are described in the system message, an assistant
+  tool call is written back as its JSON, a tool result becomes a user turn naming the tool.
+- **Constrained calls.** With ``tool_choice: "required"`` (or a named function) the answer is decoded
+  under a grammar built from the tools' JSON Schemas (``{"name": ..., "arguments": {...}}``), so it is
+  always a call to a real tool with arguments of the right shape. ``response_format`` (``json_object``,
+  ``json_schema``) is constrained the same way.
+- **A clear 400** when the prompt does not fit the context, instead of a crash.
+
+It stops when its stdin closes: the parent holds the other end, so the server ends with it even when
+the parent is SIGKILLed (the kernel closes the pipe), whichever thread started it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import threading
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+TOOL_PROMPT = (
+    "You can call these tools. To call one, answer with only a JSON object "
+    '{{"name": <tool name>, "arguments": <object>}} and nothing else.\n\nTools:\n{tools}'
+)
+
+
+def _tool_line(tool: dict[str, Any]) -> str:
+    fn = tool.get("function", tool)
+    params = fn.get("parameters") or {"type": "object", "properties": {}}
+    props = ", ".join(
+        f"{name}: {spec.get('type', 'any')}" if isinstance(spec, dict) else name
+        for name, spec in (params.get("properties") or {}).items()
+    )
+    return f"- {fn.get('name')}({props}): {fn.get('description') or ''}".rstrip(": ")
+
+
+def _call_text(call: dict[str, Any]) -> str:
+    fn = call.get("function", {})
+    args: Any = fn.get("arguments") or "{}"
+    if isinstance(args, str):
+        try:
+            args = json.loads(args)
+        except ValueError:
+            pass
+    return json.dumps({"name": fn.get("name"), "arguments": args})
+
+
+def to_template_messages(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> list[dict[str, str]]:
+    """OpenAI messages with tools -> plain role/content messages any chat template can render."""
+    out: list[dict[str, str]] = []
+    names: dict[str, str] = {}
+    for msg in messages:
+        role, content = msg.get("role", "user"), msg.get("content")
+        if isinstance(content, list):  # content parts
+            content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+        content = content or ""
+        if role == "assistant" and msg.get("tool_calls"):
+            for call in msg["tool_calls"]:
+                names[call.get("id", "")] = call.get("function", {}).get("name", "")
+            calls = "\n".join(_call_text(c) for c in msg["tool_calls"])
+            out.append({"role": "assistant", "content": f"{content}\n{calls}".strip()})
+        elif role == "tool":
+            name = names.get(msg.get("tool_call_id", ""), "the tool")
+            out.append({"role": "user", "content": f"Result of {name}:\n{content}"})
+        else:
+            out.append({"role": role if role in ("system", "user", "assistant") else "user", "content": content})
+    if tools:
+        described = TOOL_PROMPT.format(tools="\n".join(_tool_line(t) for t in tools))
+        if out and out[0]["role"] == "system":
+            out[0] = {"role": "system", "content": f"{out[0]['content']}\n\n{described}"}
+        else:
+            out.insert(0, {"role": "system", "content": described})
+    return out
+
+
+def _clean_schema(schema: Any) -> Any:
+    """A tool's JSON Schema reduced to what the grammar converter handles (no formats, no $schema)."""
+    if isinstance(schema, dict):
+        return {k: _clean_schema(v) for k, v in schema.items() if k not in ("$schema", "format", "title", "examples")}
+    if isinstance(schema, list):
+        return [_clean_schema(v) for v in schema]
+    return schema
+
+
+def call_schema(tools: list[dict[str, Any]], only: str | None = None) -> dict[str, Any]:
+    """The JSON Schema of one call to one of ``tools`` (or to the tool named ``only``)."""
+    options = []
+    for tool in tools:
+        fn = tool.get("function", tool)
+        if only is not None and fn.get("name") != only:
+            continue
+        params = _clean_schema(fn.get("parameters") or {"type": "object", "properties": {}})
+        if params.get("type") != "object":
+            params = {"type": "object"}
+        options.append({"type": "object", "properties": {"name": {"const": fn.get("name")}, "arguments": params},
+                        "required": ["name", "arguments"], "additionalProperties": False})
+    if not options:
+        raise ValueError(f"tool_choice names {only!r}, which is not among the tools")
+    return options[0] if len(options) == 1 else {"anyOf": options}
+
+
+def parse_calls(text: str, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Tool calls written as JSON objects in ``text`` (one or several), for tools that exist."""
+    known = {t.get("function", t).get("name") for t in tools}
+    decoder, calls, i = json.JSONDecoder(), [], 0
+    while True:
+        start = text.find("{", i)
+        if start < 0:
+            return calls
+        try:
+            obj, end = decoder.raw_decode(text, start)
+        except ValueError:
+            i = start + 1
+            continue
+        i = end
+        if isinstance(obj, dict) and obj.get("name") in known:
+            args = obj.get("arguments", obj.get("parameters", {}))
+            calls.append({"id": f"call_{uuid.uuid4().hex[:12]}", "type": "function",
+                          "function": {"name": obj["name"],
+                                       "arguments": args if isinstance(args, str) else json.dumps(args)}})
+
+
+class Model:
+    """One GGUF loaded with llama-cpp-python; one request at a time (llama.cpp contexts are not shared)."""
+
+    def __init__(self, path: str, n_ctx: int, threads: int | None, name: str) -> None:
+        from llama_cpp import Llama
+
+        self.name, self.path = name, path
+        self.llm = Llama(model_path=path, n_ctx=n_ctx, n_threads=threads, n_threads_batch=threads, verbose=False)
+        self.n_ctx = self.llm.n_ctx()
+        self.lock = threading.Lock()
+        self.grammars: dict[str, Any] = {}
+
+    def _grammar(self, schema: dict[str, Any]) -> Any:
+        from llama_cpp import LlamaGrammar
+
+        key = json.dumps(schema, sort_keys=True)
+        grammar = self.grammars.get(key)
+        if grammar is None:
+            grammar = self.grammars[key] = LlamaGrammar.from_json_schema(key, verbose=False)
+        return grammar
+
+    def chat(self, body: dict[str, Any]) -> dict[str, Any]:
+        tools = body.get("tools") or []
+        choice = body.get("tool_choice", "auto" if tools else "none")
+        if choice == "none":
+            tools = []
+        messages = to_template_messages(body.get("messages") or [], tools)
+        schema = None
+        forced = None
+        if tools and (choice == "required" or isinstance(choice, dict)):
+            forced = choice["function"]["name"] if isinstance(choice, dict) else None
+            schema = call_schema(tools, forced)
+        fmt = body.get("response_format") or {}
+        if schema is None and fmt.get("type") == "json_schema":
+            schema = (fmt.get("json_schema") or {}).get("schema") or {"type": "object"}
+        elif schema is None and fmt.get("type") == "json_object":
+            schema = {"type": "object"}
+        max_tokens = body.get("max_tokens") or body.get("max_completion_tokens") or 512
+        kwargs: dict[str, Any] = {
+            "messages": messages, "max_tokens": max_tokens, "temperature": body.get("temperature", 0.0) or 0.0,
+            "top_p": body.get("top_p", 1.0), "stop": body.get("stop"),
+        }
+        if body.get("seed") is not None:
+            kwargs["seed"] = body["seed"]
+        with self.lock:
+            if schema is not None:
+                kwargs["grammar"] = self._grammar(_clean_schema(schema))
+            result = self.llm.create_chat_completion(**kwargs)
+        choice0 = result["choices"][0]
+        text = choice0["message"].get("content") or ""
+        message: dict[str, Any] = {"role": "assistant", "content": text}
+        finish = choice0.get("finish_reason") or "stop"
+        calls = parse_calls(text, tools) if tools else []
+        if calls:
+            message = {"role": "assistant", "content": "", "tool_calls": calls if schema is None else calls[:1]}
+            finish = "tool_calls"
+        elif tools and schema is not None and finish == "length":
+            # cut off inside the constrained call: hand it back as a call with the raw (invalid) arguments
+            name = forced or next((t.get("function", t).get("name") for t in tools), "")
+            message = {"role": "assistant", "content": "", "tool_calls": [
+                {"id": f"call_{uuid.uuid4().hex[:12]}", "type": "function",
+                 "function": {"name": name, "arguments": text}}]}
+        usage = result.get("usage") or {}
+        return {
+            "id": f"chatcmpl-{uuid.uuid4().hex[:16]}", "object": "chat.completion", "created": int(time.time()),
+            "model": self.name, "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "usage": {"prompt_tokens": usage.get("prompt_tokens", 0),
+                      "completion_tokens": usage.get("completion_tokens", 0),
+                      "total_tokens": usage.get("total_tokens", 0)},
+        }
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive: the client pools connections
+    model: Model
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet: the parent shows what matters
+        pass
+
+    def _send(self, code: int, payload: dict[str, Any]) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(code)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _error(self, code: int, message: str, kind: str = "invalid_request_error") -> None:
+        self._send(code, {"error": {"message": message, "type": kind}})
+
+    def do_GET(self) -> None:
+        if self.path.rstrip("/") in ("/v1/models", "/models"):
+            self._send(200, {"object": "list", "data": [
+                {"id": self.model.name, "object": "model", "owned_by": "agentsynth-local",
+                 "context_length": self.model.n_ctx}]})
+        elif self.path.rstrip("/") in ("/health", "/v1/health"):
+            self._send(200, {"status": "ok", "model": self.model.name, "context_length": self.model.n_ctx})
+        else:
+            self._error(404, f"no route {self.path}")
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("content-length") or 0)
+        raw = self.rfile.read(length)
+        if self.path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
+            self._error(404, f"no route {self.path}")
+            return
+        try:
+            body = json.loads(raw)
+            if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+                raise ValueError("body must be a JSON object with a 'messages' list")
+        except ValueError as exc:
+            self._error(400, f"invalid request: {exc}")
+            return
+        if body.get("stream"):
+            self._error(400, "stream=true is not supported by the embedded server")
+            return
+        try:
+            self._send(200, self.model.chat(body))
+        except ValueError as exc:  # llama-cpp-python: "Requested tokens (N) exceed context window of M"
+            self._error(400, f"{exc} (model {self.model.name}, context {self.model.n_ctx} tokens)")
+        except Exception as exc:  # keep serving; the client retries 5xx
+            self._error(500, f"{type(exc).__name__}: {exc}", "server_error")
+
+
+def _exit_when_stdin_closes() -> None:
+    try:
+        while sys.stdin.buffer.read(65536):
+            pass
+    except (OSError, ValueError):
+        pass
+    os._exit(0)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m agentsynth_local.server", description=__doc__.split("\n")[0])
+    parser.add_argument("--model", required=True, help="path of a .gguf file")
+    parser.add_argument("--name", default=None, help="model name the server answers to (default: file stem)")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0, help="0: any free port (printed as 'READY <port>')")
+    parser.add_argument("--ctx", type=int, default=4096, help="context size in tokens")
+    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--watch-stdin", action="store_true", help="exit when stdin closes (the parent died)")
+    args = parser.parse_args(argv)
+    if not os.path.isfile(args.model):
+        parser.error(f"no model file {args.model}")
+    if args.watch_stdin:
+        threading.Thread(target=_exit_when_stdin_closes, daemon=True).start()
+    name = args.name or os.path.basename(args.model).removesuffix(".gguf")
+    Handler.model = Model(args.model, args.ctx, args.threads, name)
+    server = ThreadingHTTPServer((args.host, args.port), Handler)
+    server.daemon_threads = True
+    print(f"READY {server.server_address[1]} {Handler.model.n_ctx}", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    main()

