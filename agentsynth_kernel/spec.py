@@ -192,9 +192,9 @@ def _strict(kind: type, label: str) -> Callable[[Any, type], Any]:
             return float(value)
         if not isinstance(value, kind):
             raise InvalidValue(f"expected {label}, got {_describe(value)}")
-        if kind is float and math.isnan(value):
+        if isinstance(value, float) and math.isnan(value):
             raise InvalidValue(f"expected {label}, got nan")
-        if kind is dict:
+        if isinstance(value, dict):
             _string_keys(value)
         return value
 
@@ -273,7 +273,7 @@ converter = _make_converter()
 
 def _strict_attrs(cls: type, **overrides: Any) -> None:
     """Structure ``cls`` from a mapping only, forbidding unknown keys (with field overrides)."""
-    fn = cattrs.gen.make_dict_structure_fn(cls, converter, _cattrs_forbid_extra_keys=True, **overrides)
+    fn: Callable[..., Any] = cattrs.gen.make_dict_structure_fn(cls, converter, _cattrs_forbid_extra_keys=True, **overrides)
 
     def hook(value: Any, type_: type) -> Any:
         return fn(_mapping(value), type_)
@@ -768,7 +768,7 @@ def _type_problems(value: Any, hint: Any, where: str) -> list[str]:
         if origin is tuple and args[-1] is not Ellipsis:
             if len(value) != len(args):
                 return [f"{where}: expected a list of {len(args)} values, got {len(value)}"]
-            return [p for i, (v, h) in enumerate(zip(value, args)) for p in _type_problems(v, h, f"{where}[{i}]")]
+            return [p for i, (v, h) in enumerate(zip(value, args, strict=True)) for p in _type_problems(v, h, f"{where}[{i}]")]
         return [p for i, v in enumerate(value) for p in _type_problems(v, args[0], f"{where}[{i}]")]
     if origin in _MAPPINGS and len(args) == 2:
         return [p for k, v in value.items() for p in _type_problems(v, args[1], f"{where}.{k}")]

@@ -20,7 +20,6 @@ from click.testing import CliRunner
 from agentsynth_kernel import plugins as plugin_module
 from agentsynth_kernel.cli import main
 from agentsynth_kernel.spec import MAX_DEPTH
-
 from conftest import KV_ORACLE, run_agentsynth
 
 Path_ = tuple[Any, ...]

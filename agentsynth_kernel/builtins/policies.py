@@ -103,7 +103,7 @@ class CallablePolicy:
             user = target if not params else functools.partial(target, **params)
         else:
             raise AgentsynthError(f"{function!r}: not callable")
-        self.act = _converting(user, function)  # type: ignore[method-assign]
+        self.act = _converting(user, function)  # type: ignore[method-assign,assignment]
 
     def act(self, state: EpisodeState) -> Any:  # replaced per instance
         raise NotImplementedError
@@ -113,7 +113,7 @@ def _converting(user: Callable[[EpisodeState], Any], function: str) -> Callable[
     """``user`` with its result converted to actions; async stays async, sync stays sync (so a
     blocking function still runs on the episode's worker thread, not on the event loop)."""
     where = f"{function}: returned"
-    if inspect.iscoroutinefunction(user) or inspect.iscoroutinefunction(getattr(user, "__call__", None)):
+    if inspect.iscoroutinefunction(user) or inspect.iscoroutinefunction(type(user).__call__):
         async def act_async(state: EpisodeState) -> Any:
             return _policy_result(await user(state), where)
 
