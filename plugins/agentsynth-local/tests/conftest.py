@@ -54,7 +54,7 @@ class CounterWorld:
             def check(self, env, trajectory):
                 from agentsynth_kernel import Verdict
 
-                return Verdict(env.value >= self.value, detail=f"counter {env.value}")
+                return Verdict("counter_at_least", env.value >= self.value, detail=f"counter {env.value}")
 
         register("counter_at_least", AtLeast)
 
