@@ -38,26 +38,28 @@ def _secret_key(key: str) -> bool:
     return is_secret_key(key)  # the same few keys recur in every record
 
 
-def _collect(node: Any, refs: list[Ref], strings: list[str], stats: Counter[str], *, schema: bool = False,
+def _collect(node: Any, refs: list[Ref], strings: list[str], stats: Counter[str], schema: bool = False,
              secret: bool = False) -> None:
     """Gather every string below ``node``; mask values under secret-named keys (not in tool schemas)."""
-    if isinstance(node, dict):
+    if type(node) is dict:
         for key, value in node.items():  # assigning to an existing key while iterating is allowed
-            if isinstance(value, str):
+            kind = type(value)
+            if kind is str:
                 if not value:
                     continue
-                if secret or (not schema and _secret_key(key)):
+                if secret or (not schema and type(key) is str and _secret_key(key)):
                     node[key] = REDACTED
                     stats["secrets_redacted"] += 1
                 else:
                     refs.append((node, key))
                     strings.append(value)
-            elif isinstance(value, (dict, list)):
-                under = secret or (not schema and _secret_key(key) and item_is_secret(value))
-                _collect(value, refs, strings, stats, schema=schema or key == "tools", secret=under)
+            elif kind is dict or kind is list:
+                under = secret or (not schema and type(key) is str and _secret_key(key) and item_is_secret(value))
+                _collect(value, refs, strings, stats, schema or key == "tools", under)
         return
     for index, value in enumerate(node):
-        if isinstance(value, str):
+        kind = type(value)
+        if kind is str:
             if not value:
                 continue
             if secret:
@@ -66,8 +68,32 @@ def _collect(node: Any, refs: list[Ref], strings: list[str], stats: Counter[str]
             else:
                 refs.append((node, index))
                 strings.append(value)
-        elif isinstance(value, (dict, list)):
-            _collect(value, refs, strings, stats, schema=schema, secret=secret)
+        elif kind is dict or kind is list:
+            _collect(value, refs, strings, stats, schema, secret)
+
+
+def _strings(node: Any, out: list[str], schema: bool = False) -> bool:
+    """Read-only: append every non-empty string below ``node`` (records, dicts, lists) to ``out``;
+    True if a secret-named key holds a value (the record must then be rebuilt)."""
+    if isinstance(node, msgspec.Struct):
+        items: Iterable[tuple[Any, Any]] = ((f, getattr(node, f)) for f in node.__struct_fields__)
+    elif type(node) is dict:
+        items = node.items()
+    else:
+        items = enumerate(node)
+    keyed = False
+    for key, value in items:
+        kind = type(value)
+        if kind is str:
+            if value:
+                if not schema and type(key) is str and _secret_key(key):
+                    keyed = True
+                out.append(value)
+        elif kind is dict or kind is list or kind is tuple or isinstance(value, msgspec.Struct):
+            if not schema and type(key) is str and _secret_key(key) and item_is_secret(value):
+                keyed = True
+            keyed = _strings(value, out, schema or key == "tools") or keyed
+    return keyed
 
 
 def _redact_all(strings: list[str]) -> list[str]:
@@ -79,41 +105,46 @@ def _redact_all(strings: list[str]) -> list[str]:
     return [redact_text(s) for s in strings]
 
 
-def _flush(batch: list[tuple[Any, EpisodeResult, int, bool]], refs: list[Ref], strings: list[str],
+def _rebuilt(result: EpisodeResult, changes: dict[str, str], stats: Counter[str]) -> EpisodeResult:
+    """A copy of ``result`` with its strings replaced and values under secret-named keys masked."""
+    data = msgspec.to_builtins(result)
+    refs: list[Ref] = []
+    strings: list[str] = []
+    _collect(data, refs, strings, stats)
+    for (node, key), old in zip(refs, strings, strict=True):
+        new = changes.get(old)
+        if new is not None:
+            node[key] = new
+            stats["secrets_redacted"] += 1
+    return msgspec.convert(data, EpisodeResult)
+
+
+def _flush(batch: list[tuple[EpisodeResult, int, bool]], strings: list[str],
            stats: Counter[str]) -> Iterator[EpisodeResult]:
     """Redact a batch's distinct strings (system prompts and tool schemas recur in every record) once;
-    a record is rebuilt from its plain data only if something in it changed."""
+    a record is rebuilt only if something in it changes, the others are passed on as they are."""
     unique = list(dict.fromkeys(strings))
     changes = {old: new for old, new in zip(unique, _redact_all(unique) if unique else [], strict=True) if old != new}
     start = 0
-    for data, original, end, masked in batch:
-        changed = masked
-        if changes:
-            for i in range(start, end):
-                new = changes.get(strings[i])
-                if new is not None:
-                    node, key = refs[i]
-                    node[key] = new
-                    stats["secrets_redacted"] += 1
-                    changed = True
+    for result, end, keyed in batch:
+        if keyed or (changes and any(s in changes for s in strings[start:end])):
+            result = _rebuilt(result, changes, stats)
         start = end
-        yield msgspec.convert(data, EpisodeResult) if changed else original
+        yield result
 
 
 def scrub_results(results: Iterable[EpisodeResult], stats: Counter[str]) -> Iterator[EpisodeResult]:
-    """The records with every secret masked (``stats["secrets_redacted"]`` counts masked strings)."""
-    batch: list[tuple[Any, EpisodeResult, int, bool]] = []
-    refs: list[Ref] = []
+    """The records with every secret masked (``stats["secrets_redacted"]`` counts masked strings).
+    The input records are never changed: a record with a secret is passed on as a new copy."""
+    batch: list[tuple[EpisodeResult, int, bool]] = []
     strings: list[str] = []
     chars = 0
     for result in results:
-        data = msgspec.to_builtins(result)
         n = len(strings)
-        before = stats["secrets_redacted"]
-        _collect(data, refs, strings, stats)
+        keyed = _strings(result, strings)
         chars += sum(map(len, strings[n:]))
-        batch.append((data, result, len(strings), stats["secrets_redacted"] != before))
+        batch.append((result, len(strings), keyed))
         if len(batch) >= BATCH_RECORDS or chars >= BATCH_CHARS:
-            yield from _flush(batch, refs, strings, stats)
-            batch, refs, strings, chars = [], [], [], 0
-    yield from _flush(batch, refs, strings, stats)
+            yield from _flush(batch, strings, stats)
+            batch, strings, chars = [], [], 0
+    yield from _flush(batch, strings, stats)

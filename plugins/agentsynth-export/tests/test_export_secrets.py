@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 
@@ -97,3 +98,28 @@ def test_export_command_in_every_format_greps_clean(tmp_path):
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+
+
+def test_scrub_masks_by_key_and_after_escapes_keeps_schemas_and_inputs(planted):
+    from collections import Counter
+
+    from agentsynth_export.scrub import scrub_results
+    from agentsynth_kernel.records import ToolSpec
+
+    login = ToolSpec("login", "Log in", {"type": "object", "properties": {"password": {"type": "string"}}})
+    r = make_result("t", 0, True)
+    r.trajectory.tools = [login]
+    r.trajectory.steps[0] = Step(ToolCall("login", {"password": "hunter2-hunter2", "user": "bob"}, "c1"),
+                                 Observation("ok\nsk-unknownkey0123456789\n", data={7: "int keys are fine"}), turn=0)
+    r.trajectory.metadata["nested"] = {"credentials": {"user": "bob", "pin": "123456"}}
+    before = copy.deepcopy(r)
+    stats: Counter[str] = Counter()
+    clean = list(scrub_results([r, make_result("u", 0, True)], stats))[0]
+    step = clean.trajectory.steps[0]
+    assert step.action.arguments == {"password": "<redacted>", "user": "bob"}
+    assert step.observation.content == "ok\n<redacted>\n"  # a key on its own line is a key too
+    assert clean.trajectory.metadata["nested"] == {"credentials": {"user": "<redacted>", "pin": "<redacted>"}}
+    assert clean.trajectory.tools == [login]  # a parameter named password is a name, not a secret
+    assert stats["secrets_redacted"] == 4
+    assert r == before  # the caller's records are not changed
+
