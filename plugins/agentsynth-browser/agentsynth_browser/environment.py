@@ -29,7 +29,7 @@ import tempfile
 import threading
 from pathlib import Path
 from typing import Any
-from urllib.parse import urljoin
+from urllib.parse import unquote, urldefrag, urljoin, urlsplit
 
 from agentsynth_kernel import Observation, ToolCall, ToolSpec
 from agentsynth_kernel.importing import import_file, import_object
@@ -110,6 +110,22 @@ TOOLS = [
 ]
 
 
+MAX_URL_CHARS = 4096
+MAX_SELECTOR_CHARS = 1000
+_SCHEMES = ("http", "https")
+_TEXTS_JS = "(els) => els.map((e) => (e.innerText || e.textContent || e.value || '').replace(/\\s+/g, ' ').trim())"
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    try:
+        port = parts.port or {"http": 80, "https": 443}.get(scheme)
+    except ValueError:
+        port = -1
+    return scheme, (parts.hostname or "").lower(), port
+
+
 class ToolError(Exception):
     """A tool call failed in a way the agent can recover from."""
 
@@ -146,6 +162,11 @@ class BrowserEnvironment:
         navigation_timeout: float = 10.0,
         launch_timeout: float = 30.0,
         max_chars: int = 4000,
+        max_input_chars: int = 10_000,
+        max_body_bytes: int = 256 * 1024,
+        max_db_bytes: int = 64 * 1024 * 1024,
+        max_screenshots: int = 20,
+        check_timeout: float = 10.0,
         viewport: dict[str, int] | None = None,
         screenshot_dir: str | None = None,
         base_dir: Path | None = None,
@@ -156,11 +177,15 @@ class BrowserEnvironment:
         if app and static:
             raise ValueError("give either 'app' or 'static', not both")
         for name, value in (("action_timeout", action_timeout), ("navigation_timeout", navigation_timeout),
-                            ("launch_timeout", launch_timeout)):
+                            ("launch_timeout", launch_timeout), ("check_timeout", check_timeout)):
             if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
                 raise ValueError(f"{name}: expected a positive number of seconds, got {value!r}")
         if not isinstance(max_chars, int) or max_chars < 200:
             raise ValueError(f"max_chars: expected an integer >= 200, got {max_chars!r}")
+        for name, value, low in (("max_input_chars", max_input_chars, 1), ("max_body_bytes", max_body_bytes, 1024),
+                                 ("max_db_bytes", max_db_bytes, 64 * 1024), ("max_screenshots", max_screenshots, 0)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < low:
+                raise ValueError(f"{name}: expected an integer >= {low}, got {value!r}")
         self.app_ref, self.db_ref, self.static = app, db, static
         self.setup_sql = [setup_sql] if isinstance(setup_sql, str) else list(setup_sql or [])
         self.start_url = start_url
@@ -172,6 +197,11 @@ class BrowserEnvironment:
         self.navigation_timeout = float(navigation_timeout)
         self.launch_timeout = float(launch_timeout)
         self.max_chars = max_chars
+        self.max_input_chars = max_input_chars
+        self.max_body_bytes, self.max_db_bytes = max_body_bytes, max_db_bytes
+        self.max_screenshots = max_screenshots
+        self.check_timeout = float(check_timeout)
+        self.allow_network = allow_network
         # around a whole tool call (action + page load + snapshot), beyond Playwright's own timeouts
         self.hard_timeout = self.action_timeout + self.navigation_timeout + 3
         self.viewport = {"width": 1280, "height": 800, **(viewport or {})}
@@ -204,6 +234,9 @@ class BrowserEnvironment:
         self._shots = 0
         self._shot_data: str | None = None
         self.screenshots: list[dict[str, Any]] = []
+        self._blocked: list[str] = []
+        self._refused_seen = 0
+        self._check_page: tuple[str, Any, Any, int] | None = None  # (url, context, page, HTTP status)
 
     # --- the world --------------------------------------------------------------------------
 
@@ -232,7 +265,8 @@ class BrowserEnvironment:
                 raise ValueError(f"static: not a directory: {root}")
             wsgi = static_app(root)
         if wsgi is not None:
-            self.server = AppServer(wsgi)
+            self.server = AppServer(wsgi, db_path=self.db_path, max_body_bytes=self.max_body_bytes,
+                                    max_db_bytes=self.max_db_bytes)
             self.base_url = self.server.start()
 
     def _path(self, ref: str, what: str) -> Path:
@@ -259,6 +293,32 @@ class BrowserEnvironment:
             n_params = 1
         db = str(self.db_path) if self.db_path else None
         return factory(db, seed) if n_params >= 2 else factory(db)
+
+    def _off_site(self, url: str) -> str:
+        """Why the agent may not be on (or load) ``url``, or "" if it may: only http(s) pages,
+        and only the pack's own site when it serves one (unless ``allow_network``)."""
+        scheme = url.split(":", 1)[0].lower() if ":" in url else ""
+        if scheme not in _SCHEMES:
+            return f"{scheme or 'this'}: URLs are refused; only pages of the site (http) can be opened"
+        if self.base_url and not self.allow_network and _origin(url) != _origin(self.base_url):
+            return "only pages of this site can be opened (other hosts and ports are refused)"
+        return ""
+
+    def _target(self, url: str) -> str:
+        """The absolute URL an agent's ``navigate`` may load; ToolError if it may not."""
+        if len(url) > MAX_URL_CHARS:
+            raise ToolError(f"the URL is {len(url)} characters long; at most {MAX_URL_CHARS} are accepted")
+        # as browsers do: tabs and newlines vanish, leading/trailing controls and spaces are stripped
+        url = "".join(c for c in url if c not in "\t\n\r").strip("\x00\x01\x02\x03\x04\x05\x06\x07\x08\x0b"
+                                                                "\x0c\x0e\x0f\x10\x11\x12\x13\x14\x15\x16"
+                                                                "\x17\x18\x19\x1a\x1b\x1c\x1d\x1e\x1f ")
+        if not url:
+            raise ToolError("'url' must be a non-empty string")
+        target = urljoin(self.base_url + "/", url) if self.base_url else url
+        problem = self._off_site(target)
+        if problem:
+            raise ToolError(f"{self.relative_url(target)[:200]!r}: {problem}")
+        return target
 
     def _absolute(self, url: str) -> str:
         if self.base_url and url.split(":", 1)[0] not in ("http", "https", "about", "data", "file", "chrome"):
@@ -292,6 +352,24 @@ class BrowserEnvironment:
         page.set_default_timeout(self.action_timeout * 1000)
         page.set_default_navigation_timeout(self.navigation_timeout * 1000)
 
+    async def _new_context(self, blocked: list[str] | None) -> Any:
+        """A fresh incognito context; with a site of the pack's, requests to anywhere else are aborted
+        (links, redirects, forms and scripts alike), and ``blocked`` collects them."""
+        context = await self._browser.new_context(viewport=self.viewport, accept_downloads=False,
+                                                  service_workers="block")
+        if self.base_url and not self.allow_network:
+            async def guard(route: Any) -> None:
+                url = route.request.url
+                if self._off_site(url):
+                    if blocked is not None and len(blocked) < 20:
+                        blocked.append(self.relative_url(url)[:120])
+                    await route.abort("blockedbyclient")
+                else:
+                    await route.continue_()
+
+            await context.route("**/*", guard)
+        return context
+
     async def _open(self) -> str:
         """On the browser thread: a browser (shared or own), a fresh context and page, then start_url."""
         assert self._pool is not None
@@ -302,8 +380,7 @@ class BrowserEnvironment:
         else:
             self._browser = await self._pool.launch(self.executable, self.args, self.headless, self.launch_timeout)
             self._pool.own.add(self._browser)
-        self._context = await self._browser.new_context(viewport=self.viewport, accept_downloads=False,
-                                                        service_workers="block")
+        self._context = await self._new_context(self._blocked)
         self._context.set_default_timeout(self.action_timeout * 1000)
         self._context.set_default_navigation_timeout(self.navigation_timeout * 1000)
 
@@ -345,9 +422,15 @@ class BrowserEnvironment:
     async def _observe(self, note: str, *, element: str | None = None, offset: int = 0) -> str:
         page = self._page
         self.url = page.url
+        if self.url != "about:blank" and self._off_site(self.url):
+            # a redirect or a page's own navigation left the site: never show (or keep) that page
+            where, why = self.relative_url()[:120], self._off_site(self.url)
+            await page.goto("about:blank")
+            self.url = page.url
+            raise ToolError(f"the page went to {where!r}, which is refused ({why}); now on about:blank")
         snap = await self._snapshot(element)
-        lines, title = snap["lines"], snap["title"]
-        head = [f"URL: {self.relative_url()}", f"Title: {title}"]
+        lines, title = snap["lines"], str(snap["title"])[:200]
+        head = [f"URL: {self.relative_url()[:300]}", f"Title: {title}"]
         if self._dialogs:
             head.append("Dialog: " + "; ".join(self._dialogs))
             self._dialogs.clear()
@@ -380,19 +463,17 @@ class BrowserEnvironment:
             raise BrowserCrashed(f"{self.crashed}; the episode cannot continue")
         handler = getattr(self, f"_tool_{call.name}", None)
         if handler is None:
-            return Observation(f"error: unknown tool {call.name!r}", error=True, data={"url": self.relative_url()})
+            return self._bounded(f"error: unknown tool {call.name[:100]!r}", error=True)
         args = dict(call.arguments or {})
         try:
             coro = handler(**args)
         except TypeError as exc:
-            return Observation(f"error: bad arguments for {call.name}: {exc}", error=True,
-                               data={"url": self.relative_url()})
+            return self._bounded(f"error: bad arguments for {call.name}: {str(exc)[:300]}", error=True)
         hard = self.hard_timeout
         try:
             content = await self._on_browser(coro, hard)
         except ToolError as exc:
-            return Observation(f"URL: {self.relative_url()}\nerror: {exc}", error=True,
-                               data={"url": self.relative_url()})
+            return self._bounded(f"URL: {self.relative_url()}\nerror: {exc}", error=True)
         except TimeoutError:
             # Playwright's own timeouts did not fire: the page (or browser) no longer answers.
             self._check_alive()
@@ -403,12 +484,32 @@ class BrowserEnvironment:
             message = _short(exc)
             if self.base_url:  # the port changes per episode; trajectories should not
                 message = message.replace(self.base_url, "")
-            return Observation(f"URL: {self.relative_url()}\nerror: {call.name} failed: {message}", error=True,
-                               data={"url": self.relative_url()})
-        data: dict[str, Any] = {"url": self.relative_url()}
-        if call.name == "screenshot" and self._shot_data:
-            data["screenshot"], self._shot_data = self._shot_data, None
-        return Observation(content, data=data)
+            return self._bounded(f"URL: {self.relative_url()}\nerror: {call.name} failed: {message}", error=True)
+        refusals = self._refusals()
+        if refusals:
+            return self._bounded(content + "\nerror: " + refusals, error=True)
+        shot, self._shot_data = self._shot_data, None
+        return self._bounded(content, screenshot=shot if call.name == "screenshot" else None)
+
+    def _refusals(self) -> str:
+        """What the site's guards refused since the last observation (blocked requests, a full database)."""
+        parts = []
+        if self._blocked:
+            parts.append("requests to other sites were blocked: " + ", ".join(self._blocked[:5]))
+            self._blocked.clear()
+        server = self.server
+        if server is not None and len(server.refused) > self._refused_seen:
+            new = server.refused[self._refused_seen:]
+            self._refused_seen = len(server.refused)
+            parts.append("the site refused " + "; ".join(dict.fromkeys(new)))
+        return "; ".join(parts)
+
+    def _bounded(self, content: str, *, error: bool = False, screenshot: str | None = None) -> Observation:
+        """Every observation the agent gets: content within max_chars, data a short URL (and a file name)."""
+        data: dict[str, Any] = {"url": self.relative_url()[:MAX_URL_CHARS]}
+        if screenshot:
+            data["screenshot"] = screenshot
+        return Observation(content[: self.max_chars], error=error, data=data)
 
     def _check_alive(self) -> None:
         if self.crashed:
@@ -436,6 +537,9 @@ class BrowserEnvironment:
                 self.tmp = None
 
     async def _close_browser_side(self) -> None:
+        if self._check_page is not None:
+            checking, self._check_page = self._check_page[1], None
+            await launcher._quietly(checking.close(), 15)
         context, self._context = self._context, None
         if context is not None:
             await launcher._quietly(context.close(), 15)
@@ -452,6 +556,8 @@ class BrowserEnvironment:
     def _locator(self, element: Any) -> Any:
         if not isinstance(element, str) or not element.strip():
             raise ToolError("'element' must be an element id from the snapshot, e.g. 'e12'")
+        if len(element) > MAX_SELECTOR_CHARS:
+            raise ToolError(f"'element' is {len(element)} characters long; at most {MAX_SELECTOR_CHARS} are accepted")
         return self._page.locator(selector_for(element)).first
 
     async def _require(self, element: str) -> Any:
@@ -463,10 +569,10 @@ class BrowserEnvironment:
     async def _tool_navigate(self, url: str) -> str:
         if not isinstance(url, str) or not url.strip():
             raise ToolError("'url' must be a non-empty string")
-        target = self._absolute(url.strip())
+        target = self._target(url)
         response = await self._page.goto(target, wait_until="load")
         status = f" (HTTP {response.status})" if response is not None and response.status >= 400 else ""
-        return await self._observe(f"navigated to {url}{status}")
+        return await self._observe(f"navigated to {self.relative_url(target)[:300]}{status}")
 
     async def _tool_click(self, element: str) -> str:
         loc = await self._require(element)
@@ -475,6 +581,9 @@ class BrowserEnvironment:
         return await self._observe(f"clicked {element}")
 
     async def _tool_type(self, element: str, text: str, submit: bool = False) -> str:
+        text = str(text)
+        if len(text) > self.max_input_chars:
+            raise ToolError(f"the text is {len(text)} characters long; at most {self.max_input_chars} can be typed")
         loc = await self._require(element)
         await loc.fill(str(text))
         if submit:
@@ -483,8 +592,8 @@ class BrowserEnvironment:
         return await self._observe(f"typed {str(text)[:60]!r} into {element}" + (" and pressed Enter" if submit else ""))
 
     async def _tool_select(self, element: str, option: str) -> str:
+        option = str(option)[:MAX_SELECTOR_CHARS]
         loc = await self._require(element)
-        option = str(option)
         # check first: Playwright would wait for a missing option until the action timeout
         labels = await loc.evaluate(
             "(el) => el.tagName === 'SELECT' ? Array.from(el.options).map((o) => [o.value, o.label || o.text]) : null"
@@ -502,6 +611,9 @@ class BrowserEnvironment:
         return await self._observe(f"selected {', '.join(chosen) or option!r} in {element}")
 
     async def _tool_press(self, key: str, element: str | None = None) -> str:
+        key = str(key)
+        if not key or len(key) > 60:
+            raise ToolError("'key' must be a key name such as 'Enter', 'Tab' or 'Control+A'")
         if element:
             loc = await self._require(element)
             await loc.press(str(key))
@@ -540,7 +652,15 @@ class BrowserEnvironment:
         return await self._observe("went back")
 
     async def _tool_screenshot(self, full_page: bool = False) -> str:
-        data = await self._page.screenshot(type="png", full_page=bool(full_page))
+        if self._shots >= self.max_screenshots:
+            raise ToolError(f"the screenshot limit of this episode ({self.max_screenshots}) is reached")
+        clip = None
+        if full_page:  # a very tall page: at most 8 viewports high (bounds the PNG's size)
+            height = await self._page.evaluate("() => document.documentElement.scrollHeight")
+            limit = self.viewport["height"] * 8
+            if isinstance(height, (int, float)) and height > limit:
+                clip = {"x": 0, "y": 0, "width": self.viewport["width"], "height": limit}
+        data = await self._page.screenshot(type="png", full_page=bool(full_page), clip=clip)
         self._shots += 1
         folder = self.screenshot_dir or self.tmp
         assert folder is not None
@@ -555,23 +675,72 @@ class BrowserEnvironment:
         return f"URL: {self.relative_url()}\nscreenshot saved as {path.name}"
 
     # --- for checkers ---------------------------------------------------------------------------
+    #
+    # Checkers never read the agent's page: it is the agent's to change (typed values, and anything
+    # a page's own scripts do). The URL is the agent's final page's, without the fragment (which never
+    # reaches the server); the ``url`` checker accepts it only if the app really served it, and the
+    # ``page`` checker re-loads it from the app in a fresh context of its own. Both run under
+    # ``check_timeout``; an app that does not answer in time fails the check with the reason.
 
-    async def dom_texts(self, selector: str) -> list[str]:
-        """The visible text of every element matching ``selector`` on the final page."""
+    async def final_url(self) -> tuple[str, bool | None]:
+        """The final page's URL as the server saw it (relative to the app, no fragment) and whether the
+        app answered a GET of it below 400 in this episode (None without an app of the pack's)."""
         self._check_alive()
 
-        async def run() -> list[str]:
-            return await self._page.locator(selector).evaluate_all(
-                "(els) => els.map((e) => (e.innerText || e.textContent || e.value || '').replace(/\\s+/g, ' ').trim())"
-            )
-
-        return await self._on_browser(run(), self.action_timeout + 5)
-
-    async def current_url(self) -> str:
-        self._check_alive()
-
-        async def run() -> str:
+        async def read() -> str:
             return self._page.url
 
-        self.url = await self._on_browser(run(), self.action_timeout + 5)
-        return self.url
+        url = urldefrag(await self._on_browser(read(), self.check_timeout))[0]
+        self.url = url
+        if self.server is None or self._off_site(url):
+            return self.relative_url(url), (False if self.server is not None else None)
+        parts = urlsplit(url)
+        key = unquote(parts.path or "/", "iso-8859-1") + (f"?{parts.query}" if parts.query else "")
+        return self.relative_url(url), key in self.server.served
+
+    async def final_page_texts(self, selector: str) -> dict[str, Any]:
+        """The final page as the app serves it now: ``url``, ``status`` and the text of every element
+        matching ``selector``; ``problem`` says why there is none (off the site, no answer in time)."""
+        self._check_alive()
+        url = urldefrag(self._page.url)[0]
+        rel = self.relative_url(url)
+        problem = self._off_site(url)
+        if problem:
+            return {"url": rel, "problem": f"the final page {rel[:120]!r} is not a page of the site: {problem}"}
+        budget = self.check_timeout
+        try:
+            return await self._on_browser(self._reload_texts(url, selector, budget), budget + 5)
+        except TimeoutError:
+            self._check_alive()
+            return {"url": rel, "problem": f"the app did not serve {rel[:120]!r} again within {budget:g}s"}
+
+    async def _reload_texts(self, url: str, selector: str, budget: float) -> dict[str, Any]:
+        rel = self.relative_url(url)
+        cached = self._check_page
+        if cached is None or cached[0] != url:
+            if cached is not None:
+                self._check_page = None
+                await launcher._quietly(cached[1].close(), 5)
+            context = await self._new_context(None)
+            try:
+                context.set_default_timeout(budget * 1000)
+                cookies = await self._context.cookies([url])  # the session the app gave the agent
+                if cookies:
+                    await context.add_cookies(cookies)
+                page = await context.new_page()
+                page.on("dialog", lambda d: asyncio.ensure_future(d.dismiss()))
+                try:
+                    response = await page.goto(url, wait_until="load", timeout=budget * 1000)
+                except Exception as exc:
+                    await launcher._quietly(context.close(), 5)
+                    message = _short(exc).replace(self.base_url, "") if self.base_url else _short(exc)
+                    return {"url": rel, "problem": f"the app did not serve {rel[:120]!r} again: {message}"}
+            except BaseException:
+                await launcher._quietly(context.close(), 5)
+                raise
+            cached = self._check_page = (url, context, page, response.status if response is not None else 0)
+        status = cached[3]
+        if status >= 400:
+            return {"url": rel, "status": status, "problem": f"the app answers HTTP {status} for {rel[:120]!r}"}
+        texts = await cached[2].locator(selector).evaluate_all(_TEXTS_JS)
+        return {"url": rel, "status": status, "texts": [str(t)[:10_000] for t in texts[:1000]]}

@@ -38,3 +38,11 @@ def run_finished(run: Any, results: Any) -> None:
     from . import launcher
 
     launcher.release_run(getattr(run, "run_id", "") or "")
+
+
+@hookimpl
+def adversarial_exploits(environment: str) -> Any:
+    """The browser world's exploit attempts (``exploits.py``) for the kernel's adversarial kit."""
+    from .exploits import exploits_for_environment
+
+    return exploits_for_environment(environment)

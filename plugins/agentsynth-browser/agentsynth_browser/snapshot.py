@@ -28,11 +28,24 @@ SNAPSHOT_JS = r"""
   const ROLES = new Set(["button", "link", "checkbox", "radio", "tab", "menuitem", "option", "switch",
     "textbox", "combobox", "searchbox", "slider", "spinbutton"]);
   if (window.__agentNextId === undefined) window.__agentNextId = 1;
+  // bounded whatever the page holds: what crosses to Python is at most MAX_LINES short lines
+  const MAX_LINES = 5000, MAX_LINE = 400, FULL = {};
   const lines = [];
   let cur = "";
   const clean = (s) => (s || "").replace(/\s+/g, " ").trim();
-  const push = (s) => { s = clean(s); if (s) cur += (cur && !cur.endsWith(" ") ? " " : "") + s; };
-  const flush = (prefix) => { const t = clean(cur); if (t) lines.push(t); cur = prefix || ""; };
+  const push = (s) => {
+    s = clean(s);
+    if (s) cur += (cur && !cur.endsWith(" ") ? " " : "") + s;
+    if (cur.length > 4 * MAX_LINE) cur = cur.slice(0, 4 * MAX_LINE);
+  };
+  const flush = (prefix) => {
+    const t = clean(cur);
+    if (t) {
+      if (lines.length >= MAX_LINES) throw FULL;
+      lines.push(t.length > MAX_LINE ? t.slice(0, MAX_LINE - 3) + "..." : t);
+    }
+    cur = prefix || "";
+  };
   const visible = (el) => {
     if (el.hidden) return false;
     if (typeof el.checkVisibility === "function") {
@@ -155,9 +168,14 @@ SNAPSHOT_JS = r"""
     for (const child of el.childNodes) walk(child, depth + 1);
     if (block) flush();
   };
-  walk(root || document.body, 0);
-  flush();
-  return {title: document.title, lines};
+  try {
+    walk(root || document.body, 0);
+    flush();
+  } catch (e) {
+    if (e !== FULL) throw e;
+    lines.push(`[... the page is longer than ${MAX_LINES} lines; the rest is not shown]`);
+  }
+  return {title: String(document.title).slice(0, 200), lines};
 }
 """
 

@@ -170,7 +170,16 @@ def _browser_main_pids(procs) -> list[int]:
 async def test_crashed_page_fails_the_episode(pack_dir):
     env, obs = await open_shop(pack_dir)
     try:
-        await step(env, "navigate", url="chrome://crash")
+        refused = await step(env, "navigate", url="chrome://crash")  # the agent cannot crash it this way
+        assert refused.error and "chrome: URLs are refused" in refused.content and not env.crashed
+
+        async def crash():  # a renderer crash from outside (what an out-of-memory page does)
+            try:
+                await env._page.goto("chrome://crash", timeout=5000)
+            except Exception:
+                pass
+
+        await env._on_browser(crash(), 10)
         for _ in range(50):
             if env.crashed:
                 break
