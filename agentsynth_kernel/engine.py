@@ -79,6 +79,9 @@ class RunInfo:
     run_hash: str = ""
     restored: int = 0
     spent: Usage = attrs.field(factory=Usage)
+    # the run store's spend journal (None without a run directory): the LLM client writes each
+    # request's worst case there before sending, so a budget holds across kill -9 and resume
+    journal: Any = None
 
 
 @attrs.define
@@ -388,7 +391,7 @@ async def execute(
         run_id, spent = uuid.uuid4().hex[:12], Usage()
         digest = run_hash(spec_record(spec), pack_record(pack, spec), plan_keys, vers)
     info = RunInfo(run_id, spec, pack, run_dir, total=len(plan) + len(restored), run_hash=digest,
-                   restored=len(restored), spent=spent)
+                   restored=len(restored), spent=spent, journal=store)
     provenance = {
         "run_id": run_id, "run_hash": digest, "pack": pack.id, "pack_hash": pack.content_hash,
         "policy": redact(spec.policy.to_dict()), "versions": vers,

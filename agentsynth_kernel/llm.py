@@ -68,7 +68,7 @@ import time
 import weakref
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 import msgspec
@@ -338,6 +338,15 @@ class Reservation:
     tokens: int = 0
     pico: int = 0  # the worst-case cost reserved, in pico-dollars
     completion_allowance: int | None = None
+    journal_entry: int | None = None  # its row in the run's spend journal
+
+
+class SpendJournal(Protocol):
+    """Where a ledger writes each reservation before the request leaves (the run store)."""
+
+    def reserve_spend(self, tokens: int, pico: int) -> int: ...
+
+    def settle_spend(self, entry: int, tokens: int, pico: int) -> None: ...
 
     @property
     def usd(self) -> float:
@@ -366,6 +375,7 @@ class BudgetLedger:
         self.overruns = 0  # settlements that cost more than reserved (should stay 0)
         self._lock = threading.Lock()  # a client may serve several event loops (threads)
         self._changed: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Event] = weakref.WeakKeyDictionary()
+        self.journal: SpendJournal | None = None  # set by the run: reservations survive a kill -9
 
     @property
     def spent_usd(self) -> float:
@@ -434,6 +444,8 @@ class BudgetLedger:
                     self.reserved_tokens += res.tokens
                     self.reserved_pico += res.pico
                     self.in_flight += 1
+                    if self.journal is not None:
+                        res.journal_entry = self.journal.reserve_spend(res.tokens, res.pico)
                     return res
                 changed = self._changed.get(loop)
                 if changed is None:
@@ -450,6 +462,8 @@ class BudgetLedger:
             cost = res.pico if usd is None else to_pico(usd)
             self.spent_tokens += tokens
             self.spent_pico += cost
+            if self.journal is not None and res.journal_entry is not None:
+                self.journal.settle_spend(res.journal_entry, tokens, cost)
             if self.limited and res.completion_allowance is not None and (tokens > res.tokens or cost > res.pico):
                 self.overruns += 1
             waiting = list(self._changed.items())
@@ -1184,7 +1198,13 @@ def client_for(run: Any = None, **options: Any) -> LLMClient:
         options.setdefault("budget_usd", getattr(budget, "usd", None))
         options.setdefault("budget_tokens", getattr(budget, "tokens", None))
         client = services[SERVICE_KEY] = LLMClient(**options)
-        spent = getattr(run, "spent", None)  # earlier sessions of a resumed run count against the budget
-        if spent is not None:
-            client.ledger.charge(spent.prompt_tokens + spent.completion_tokens, spent.cost_usd or 0.0)
+        journal = getattr(run, "journal", None)
+        prior = journal.spend_total() if journal is not None else (0, 0, 0)
+        if prior[:2] != (0, 0):  # earlier sessions, in-flight requests of a killed one included
+            client.ledger.charge(prior[0], prior[1] / PICO)
+        else:
+            spent = getattr(run, "spent", None)  # earlier sessions of a resumed run count against the budget
+            if spent is not None:
+                client.ledger.charge(spent.prompt_tokens + spent.completion_tokens, spent.cost_usd or 0.0)
+        client.ledger.journal = journal if client.ledger.limited else None
     return client

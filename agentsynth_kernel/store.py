@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 import sqlite3
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -39,6 +40,10 @@ CREATE TABLE IF NOT EXISTS episodes (
 CREATE TABLE IF NOT EXISTS events (
     id INTEGER PRIMARY KEY AUTOINCREMENT, at REAL NOT NULL, kind TEXT NOT NULL, data TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS spend (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, at REAL NOT NULL,
+    tokens INTEGER NOT NULL, pico INTEGER NOT NULL, settled INTEGER NOT NULL DEFAULT 0
+);
 """
 
 
@@ -58,6 +63,7 @@ class RunStore:
             what = "does not exist" if not self.run_dir.exists() else f"has no {STORE_FILE}"
             raise AgentsynthError(f"{self.run_dir}: not an agentsynth run directory ({what})")
         self.run_dir.mkdir(parents=True, exist_ok=True)
+        self._spend_lock = threading.Lock()  # LLM requests settle from any thread
         existed = self.path.exists() and self.path.stat().st_size > 0
         try:
             self.db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=10)
@@ -171,6 +177,29 @@ class RunStore:
         return [r[0] for r in self._q("SELECT DISTINCT task_id FROM episodes ORDER BY task_id")]
 
     # --- events ----------------------------------------------------------------------------------
+
+    # --- the spend journal: what LLM requests may have cost, durable before they are sent ------------
+
+    def reserve_spend(self, tokens: int, pico: int) -> int:
+        """Record a request's worst case before it leaves: after a kill -9, a request that was in
+        flight (and may have been billed) still counts against the budget on resume."""
+        with self._spend_lock:
+            cursor = self.db.execute("INSERT INTO spend(at, tokens, pico) VALUES (?, ?, ?)",
+                                     (time.time(), tokens, pico))
+            return int(cursor.lastrowid or 0)
+
+    def settle_spend(self, entry: int, tokens: int, pico: int) -> None:
+        """Replace a reservation by what the request really cost."""
+        with self._spend_lock:
+            self.db.execute("UPDATE spend SET tokens = ?, pico = ?, settled = 1 WHERE id = ?", (tokens, pico, entry))
+
+    def spend_total(self) -> tuple[int, int, int]:
+        """(tokens, pico-dollars, requests never settled) over every session of the run: settled
+        requests at their cost, unsettled ones at their worst case."""
+        with self._spend_lock:
+            row = self.db.execute("SELECT count(*), coalesce(sum(tokens), 0), coalesce(sum(pico), 0), "
+                                  "coalesce(sum(settled = 0), 0) FROM spend").fetchone()
+        return (int(row[1]), int(row[2]), int(row[3])) if row[0] else (0, 0, 0)
 
     def event(self, kind: str, **data: Any) -> None:
         self._q("INSERT INTO events(at, kind, data) VALUES (?, ?, ?)", (time.time(), kind, json.dumps(data, default=str)))
