@@ -26,6 +26,8 @@ _SECRET_VALUE = re.compile(
     r"\bsk-[A-Za-z0-9_\-]{8,}|\bgsk_[A-Za-z0-9]{8,}|\bhf_[A-Za-z0-9]{8,}|\bxai-[A-Za-z0-9]{8,}"
     r"|\bAIza[0-9A-Za-z_\-]{20,}|\bAKIA[0-9A-Z]{16}\b|\bgh[pousr]_[A-Za-z0-9]{20,}|(?<=Bearer )[A-Za-z0-9._~+/=\-]{6,}"
 )
+# every key shape _SECRET_VALUE matches contains one of these: text without them needs no regex
+_KEY_MARKERS = ("sk-", "gsk_", "hf_", "xai-", "AIza", "AKIA", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "Bearer ")
 _SECRET_ENV = re.compile(r"(_API_KEY|_TOKEN|_SECRET|_PASSWORD|_ACCESS_KEY)$|^(API_KEY|TOKEN)$")
 _MIN_SECRET = 6  # shorter values are not masked inside text: too many false hits
 _URL_USERINFO = re.compile(r"(?<=://)([^/\s:@]+):([^/\s@]+)@")
@@ -74,10 +76,19 @@ def is_secret_key(key: str) -> bool:
     return bool(_SECRET_KEY.search(key))
 
 
+_env_cache: tuple[int, list[str]] = (0, [])
+
+
 def env_secrets() -> list[str]:
-    """Values of ``*_API_KEY``/``*_TOKEN``-like environment variables, longest first."""
-    found = {v for k, v in os.environ.items() if _SECRET_ENV.search(k) and len(v) >= _MIN_SECRET}
-    return sorted(found, key=len, reverse=True)
+    """Values of ``*_API_KEY``/``*_TOKEN``-like environment variables, longest first (recomputed only
+    when the environment changed: this runs for every string an exporter writes)."""
+    global _env_cache
+    raw = getattr(os.environ, "_data", None)  # CPython's bytes mapping: hashing it costs ~2 us, items() ~80
+    fingerprint = hash(tuple(raw.items())) if isinstance(raw, dict) else hash(frozenset(os.environ.items()))
+    if _env_cache[0] != fingerprint:
+        found = {v for k, v in os.environ.items() if _SECRET_ENV.search(k) and len(v) >= _MIN_SECRET}
+        _env_cache = (fingerprint, sorted(found, key=len, reverse=True))
+    return _env_cache[1]
 
 
 def redact_text(text: str, secrets: Iterable[str] = ()) -> str:
@@ -88,6 +99,8 @@ def redact_text(text: str, secrets: Iterable[str] = ()) -> str:
             text = text.replace(secret, REDACTED)
     if "://" in text and "@" in text:
         text = _URL_USERINFO.sub(lambda m: f"{m.group(1)}:{REDACTED}@", text)
+    if not any(marker in text for marker in _KEY_MARKERS):  # a few C-speed scans instead of the regex
+        return text
     return _SECRET_VALUE.sub(REDACTED, text)
 
 
