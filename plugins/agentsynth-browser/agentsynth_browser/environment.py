@@ -501,7 +501,7 @@ class BrowserEnvironment:
         if server is not None and len(server.refused) > self._refused_seen:
             new = server.refused[self._refused_seen:]
             self._refused_seen = len(server.refused)
-            parts.append("the site refused " + "; ".join(dict.fromkeys(new)))
+            parts.append("the site refused a request: " + "; ".join(dict.fromkeys(new)))
         return "; ".join(parts)
 
     def _bounded(self, content: str, *, error: bool = False, screenshot: str | None = None) -> Observation:
@@ -733,8 +733,11 @@ class BrowserEnvironment:
                     response = await page.goto(url, wait_until="load", timeout=budget * 1000)
                 except Exception as exc:
                     await launcher._quietly(context.close(), 5)
-                    message = _short(exc).replace(self.base_url, "") if self.base_url else _short(exc)
-                    return {"url": rel, "problem": f"the app did not serve {rel[:120]!r} again: {message}"}
+                    if type(exc).__name__ == "TimeoutError":
+                        message = f"within {budget:g}s"
+                    else:
+                        message = "(" + (_short(exc).replace(self.base_url, "") if self.base_url else _short(exc)) + ")"
+                    return {"url": rel, "problem": f"the app did not serve {rel[:120]!r} again {message}"}
             except BaseException:
                 await launcher._quietly(context.close(), 5)
                 raise

@@ -9,6 +9,8 @@ The server also bounds what the agent can make the app do, whatever the app is: 
 body over ``max_body_bytes`` is answered 413 without reaching the app, and once the app's
 database (with its journal) is over ``max_db_bytes`` every request that could write (anything
 but GET/HEAD) is answered 507, so a form posted in a loop cannot grow the world without end.
+A redirect to another origin is answered 502 instead (an app's open redirect cannot take the
+browser off the site; Chromium follows redirects without asking the request filter again).
 It records the GET targets it answered below 400 (``served``): the ``url`` checker accepts only
 a final URL the server really served, not one a page made up on the client side.
 """
@@ -22,6 +24,7 @@ import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer
 
 WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
@@ -55,8 +58,7 @@ def db_bytes(db_path: str | os.PathLike[str] | None) -> int:
 
 def _refuse(start_response: Callable[..., Any], status: str, text: str) -> Iterable[bytes]:
     body = f"<!doctype html><title>{status}</title><h1>{status}</h1><p>{text}</p>".encode()
-    start_response(status, [("Content-Type", "text/html; charset=utf-8"), ("Content-Length", str(len(body))),
-                            ("Connection", "close")])
+    start_response(status, [("Content-Type", "text/html; charset=utf-8"), ("Content-Length", str(len(body)))])
     return [body]
 
 
@@ -95,16 +97,33 @@ class AppServer:
                 return _refuse(start_response, "507 Insufficient Storage",
                                f"The site's database reached its limit of {self.max_db_bytes} bytes.")
         status_seen: list[int] = []
+        off_site: list[str] = []
 
         def recording(status: str, headers: Any, exc_info: Any = None) -> Any:
+            location = next((v for k, v in headers if k.lower() == "location"), None)
+            if location is not None and self._leaves(location):
+                off_site.append(location)  # an open redirect would take the browser elsewhere
+                return lambda data: None
             status_seen.append(int(status.split(" ", 1)[0]))
             return start_response(status, headers, exc_info) if exc_info else start_response(status, headers)
 
         result = self.app(environ, recording)
+        if off_site:
+            getattr(result, "close", lambda: None)()
+            self.refused.append(f"a redirect off the site (to {off_site[0][:80]!r})")
+            return _refuse(start_response, "502 Bad Gateway", "A redirect to another site was refused.")
         if method == "GET" and status_seen and status_seen[0] < 400 and len(self.served) < MAX_SERVED:
             query = environ.get("QUERY_STRING", "")
             self.served.add(environ.get("PATH_INFO", "/") + (f"?{query}" if query else ""))
         return result
+
+    def _leaves(self, location: str) -> bool:
+        """A redirect target on another origin (relative targets stay on the site)."""
+        parts = urlsplit(location.strip())
+        if not parts.scheme and not parts.netloc:
+            return False
+        here = urlsplit(self.base_url)
+        return (parts.scheme or here.scheme).lower() != here.scheme or parts.netloc.lower() != here.netloc.lower()
 
     def start(self) -> str:
         server = _Server((self.host, 0), _QuietHandler)
