@@ -25,7 +25,7 @@ def agentsynth(*args: str, cwd) -> subprocess.CompletedProcess[str]:
 
 def test_judged_runs_export_and_calibrate(tmp_path):
     (tmp_path / "oracle.yaml").write_text(
-        "pack: core\npolicy: oracle\njudge: {type: heuristic}\nexport: [{type: jsonl, path: oracle.jsonl}]\n")
+        "pack: core\npolicy: oracle\njudge: {type: heuristic}\nexport: [{type: jsonl, path: oracle.jsonl, include_test: true}]\n")
     (tmp_path / "random.yaml").write_text("pack: core\npolicy: {type: random, calls: 3}\njudge: {type: heuristic}\n")
     for name in ("oracle", "random"):
         done = agentsynth("run", f"{name}.yaml", "--run-dir", f"runs/{name}", "-q", cwd=tmp_path)

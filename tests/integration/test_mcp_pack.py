@@ -36,7 +36,7 @@ def test_mcp_pack_run_export_and_verify(tmp_path):
     try:
         import agentsynth_export  # noqa: F401
 
-        spec += "export:\n  - {type: openai, path: out/sft.jsonl}\n"
+        spec += "export:\n  - {type: openai, path: out/sft.jsonl, include_test: true}\n"
         exported = True
     except ImportError:
         exported = False
