@@ -176,8 +176,6 @@ class RunStore:
     def task_ids(self) -> list[str]:
         return [r[0] for r in self._q("SELECT DISTINCT task_id FROM episodes ORDER BY task_id")]
 
-    # --- events ----------------------------------------------------------------------------------
-
     # --- the spend journal: what LLM requests may have cost, durable before they are sent ------------
 
     def reserve_spend(self, tokens: int, pico: int) -> int:
@@ -200,6 +198,8 @@ class RunStore:
             row = self.db.execute("SELECT count(*), coalesce(sum(tokens), 0), coalesce(sum(pico), 0), "
                                   "coalesce(sum(settled = 0), 0) FROM spend").fetchone()
         return (int(row[1]), int(row[2]), int(row[3])) if row[0] else (0, 0, 0)
+
+    # --- events ----------------------------------------------------------------------------------
 
     def event(self, kind: str, **data: Any) -> None:
         self._q("INSERT INTO events(at, kind, data) VALUES (?, ?, ?)", (time.time(), kind, json.dumps(data, default=str)))

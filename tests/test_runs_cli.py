@@ -206,3 +206,23 @@ def test_progress_display_counts_in_flight_failures_rate_and_cost():
 def test_json_to_stdout_is_clean_json(cli, run_dir):
     code, out, err = cli("resume", "d", "--json", "-")
     assert code == 0 and json.loads(out)["episodes"] == 8 and err == ""
+
+
+def test_inspect_without_a_task_lists_every_episode_and_stuck_lists_the_unfinished(cli, run_dir):
+    code, out, _ = cli("inspect", "d")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].split()[:3] == ["task", "trial", "outcome"]
+    assert len(lines) == 1 + 8 + 1 and "8 episode(s)" in lines[-1]
+    assert any(line.startswith("wrong") and "kv_equals" in line for line in lines)
+    assert any(line.startswith("crash") and "error (environment)" in line for line in lines)
+    code, out, _ = cli("inspect", "d", "--stuck")
+    assert code == 0 and "every planned episode finished" in out
+    store = RunStore(run_dir)
+    store.db.execute("DELETE FROM episodes WHERE task_id = 'wrong' AND trial = 1")
+    store.close()
+    code, out, _ = cli("inspect", "d", "--stuck")
+    assert code == 0 and out.splitlines()[0].startswith("wrong  trial 1  seed ") and "1 episode(s) never finished" in out
+    code, out, _ = cli("inspect", "d", "--stuck", "--json")
+    [entry] = json.loads(out)
+    assert (entry["task_id"], entry["trial"]) == ("wrong", 1)

@@ -115,7 +115,9 @@ def run_status(run_dir: Path) -> dict[str, Any]:
     )
     summary.pop("results", None)
     summary.update(run_dir=str(run_dir), run_hash=meta.get("run_hash", ""), state=state, sessions=sessions,
-                   pid=last.get("pid") if state == "running" else None, created_at=meta.get("created_at"))
+                   pid=last.get("pid") if state == "running" else None, created_at=meta.get("created_at"),
+                   # a run written by a plugin (e.g. a generator) names itself and keeps its own tallies
+                   made_by=meta.get("made_by") or "", status_lines=list(meta.get("status_lines") or ()))
     return summary
 
 
@@ -135,14 +137,17 @@ def status(run_dir: Path, as_json: bool) -> None:
         state += f" — continue with: agentsynth resume {run_dir}"
     done, planned = info["episodes"], info["planned"]
     created = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(info["created_at"])) if info.get("created_at") else "?"
-    click.echo(f"run {info['run_id'] or '?'} · pack {info['pack'].get('id', '?')} · policy {info['policy'].get('type', '?')}")
-    click.echo(f"run hash {info['run_hash'] or '?'} · created {created} · {info['sessions']} session(s)")
+    who = f"policy {info['policy']['type']}" if info["policy"].get("type") else (info.get("made_by") or "policy ?")
+    click.echo(f"run {info['run_id'] or '?'} · pack {info['pack'].get('id', '?')} · {who}")
+    click.echo(f"run hash {info['run_hash'] or '-'} · created {created} · {info['sessions']} session(s)")
     click.echo(f"state: {state}")
     pct = f" ({done / planned:.0%})" if planned else ""
     click.echo(f"progress: {done}/{planned} episodes{pct}")
     if done:
         for line in summary_lines(info):
             click.echo(line)
+    for line in info.get("status_lines") or ():  # what the plugin that writes the run keeps there
+        click.echo(line)
     usage = info.get("usage") or {}
     if usage.get("prompt_tokens") or usage.get("completion_tokens"):
         click.echo(f"tokens: {usage.get('prompt_tokens', 0)} prompt, {usage.get('completion_tokens', 0)} completion")
@@ -192,20 +197,72 @@ def render_episode(result: EpisodeResult, *, width: int = 200) -> list[str]:
     return lines
 
 
-@click.command()
-@click.argument("run_dir", metavar="RUN_DIR", type=RUN_DIR)
-@click.argument("task_id", metavar="TASK")
-@click.option("--trial", type=int, help="Only this trial.")
-@click.option("--full", is_flag=True, help="Do not shorten long observations.")
-@click.option("--json", "as_json", is_flag=True, help="The stored EpisodeResults as JSON.")
-def inspect(run_dir: Path, task_id: str, trial: int | None, full: bool, as_json: bool) -> None:
-    """Show TASK's stored trajectories in RUN_DIR: tool calls, observations, verdicts."""
+def unfinished_episodes(run_dir: Path) -> list[tuple[str, int, int]]:
+    """(task, trial, seed) of every planned episode the store does not hold: never started, or
+    cut off by a kill, a crash or a budget stop. Rebuilt from the stored spec, so nothing is
+    written per episode to know it."""
+    from ..engine import derive_seed
+    from ..spec import select_tasks
+
+    spec, pack, _ = load_stored_spec(run_dir)
     store = _open(run_dir)
     try:
-        results = [r for r in store.results(task_id) if trial is None or r.trial == trial]
+        stored = {(r[0], int(r[1]), int(r[2])) for r in store._q("SELECT task_id, trial, seed FROM episodes")}
+    finally:
+        store.close()
+    plan = [(t.id, trial, derive_seed(spec.seed, t.id, trial)) for t in select_tasks(spec, pack)
+            for trial in range(spec.trials)]
+    return [key for key in plan if key not in stored]
+
+
+def episode_table(results: list[EpisodeResult], width: int = 100) -> list[str]:
+    """One line per stored episode: task, trial, outcome, time, why it did not pass."""
+    lines = [f"{'task':<28} {'trial':>5}  {'outcome':<20} {'seconds':>8}  why"]
+    for r in results:
+        outcome = r.status if r.status != "error" else f"error ({r.error_kind})"
+        why = r.error or "; ".join(f"{v.checker}: {v.detail}" for v in r.verdicts if not v.passed)
+        lines.append(f"{_short(r.task_id, 28):<28} {r.trial:>5}  {outcome:<20} {r.duration_s:>8.2f}  {_short(why, width)}")
+    return lines
+
+
+@click.command()
+@click.argument("run_dir", metavar="RUN_DIR", type=RUN_DIR)
+@click.argument("task_id", metavar="[TASK]", required=False)
+@click.option("--trial", type=int, help="Only this trial.")
+@click.option("--full", is_flag=True, help="Do not shorten long observations.")
+@click.option("--stuck", is_flag=True, help="List the planned episodes that never finished (run them with resume).")
+@click.option("--json", "as_json", is_flag=True, help="The stored EpisodeResults as JSON.")
+def inspect(run_dir: Path, task_id: str | None, trial: int | None, full: bool, stuck: bool, as_json: bool) -> None:
+    """Show TASK's stored trajectories in RUN_DIR (tool calls, observations, verdicts); without TASK,
+    a table of every stored episode; with --stuck, the planned episodes that never finished."""
+    if stuck:
+        missing = unfinished_episodes(run_dir)
+        if as_json:
+            click.echo(json.dumps([{"task_id": t, "trial": n, "seed": s} for t, n, s in missing], indent=2))
+        elif not missing:
+            click.echo(f"{run_dir}: every planned episode finished")
+        else:
+            for t, n, s in missing:
+                click.echo(f"{t}  trial {n}  seed {s}  not finished")
+            click.echo(f"{len(missing)} episode(s) never finished; continue with: agentsynth resume {run_dir}")
+        return
+    store = _open(run_dir)
+    try:
+        if task_id is None:
+            results = [r for r in store.results() if trial is None or r.trial == trial]
+        else:
+            results = [r for r in store.results(task_id) if trial is None or r.trial == trial]
         known = store.task_ids()
     finally:
         store.close()
+    if task_id is None:
+        if as_json:
+            click.echo(json.dumps([to_builtins(r) for r in results], indent=2))
+            return
+        for line in episode_table(results, width=0 if full else 100):
+            click.echo(line)
+        click.echo(f"{len(results)} episode(s); show one with: agentsynth inspect {run_dir} TASK")
+        return
     if not results:
         if task_id not in known:
             raise AgentsynthError(f"{run_dir}: no episodes of task {task_id!r}{did_you_mean(task_id, known)}")

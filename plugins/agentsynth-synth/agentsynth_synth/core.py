@@ -270,6 +270,12 @@ class SynthReport:
     duration_s: float = 0.0
     per_item: list[dict[str, Any]] = attrs.field(factory=list)
 
+    def status_lines(self) -> list[str]:
+        """What `agentsynth status` prints for a generation run: accepted, rejected by reason, requests."""
+        rejected = ", ".join(f"{reason} {n}" for reason, n in sorted(self.rejected.items())) or "none"
+        return [f"items: {self.restored_items + self.done_items} of {self.planned} done · accepted {len(self.accepted)}",
+                f"rejected: {rejected}", f"LLM requests: {self.requests}"]
+
     @property
     def requests_per_accepted(self) -> float | None:
         return self.requests / len(self.accepted) if self.accepted else None
@@ -361,12 +367,13 @@ async def synthesize(generator: SynthGenerator, ctx: SynthContext, *, run_dir: P
                     store.set_meta("created_at", time.time())
                 store.set_meta("synth", meta)
                 store.set_meta("planned", len(items))
+                # what `agentsynth status RUN_DIR` shows (the generator stands where a run shows its policy)
+                store.set_meta("pack", {"id": ctx.pack.id, "source": ctx.pack.source,
+                                        "content_hash": ctx.pack.content_hash})
+                store.set_meta("made_by", f"generator {generator.name}")
         except BaseException:
             store.close()
             raise
-            # what `agentsynth status RUN_DIR` shows (the generator stands where a run shows its policy)
-            store.set_meta("pack", {"id": ctx.pack.id, "source": ctx.pack.source,
-                                    "content_hash": ctx.pack.content_hash})
         for _, kind, data in store.events():
             if kind == "synth_item" and data.get("generator") == generator.name:
                 done.add(data["item"])
@@ -419,15 +426,16 @@ async def synthesize(generator: SynthGenerator, ctx: SynthContext, *, run_dir: P
             results = [to_result(a, generator=generator.name, item=item, meter=meter) for a in outcome.accepted]
             event = {"generator": generator.name, "item": item.id, "accepted": [r.task_id for r in results],
                      "rejected": outcome.rejected, "requests": meter.requests}
+            report.done_items += 1
+            report.accepted.extend(results)
+            report.rejected.update(r["reason"] for r in outcome.rejected)
+            report.requests += meter.requests
             if store is not None:
                 with store.transaction():
                     for result in results:
                         store.put(result)
                     store.event("synth_item", **event)
-            report.done_items += 1
-            report.accepted.extend(results)
-            report.rejected.update(r["reason"] for r in outcome.rejected)
-            report.requests += meter.requests
+                    store.set_meta("status_lines", report.status_lines())
             report.usage = report.usage + meter.usage
             report.per_item.append(event)
             if on_progress is not None:

@@ -85,6 +85,13 @@ def test_cli_run_spec_policy_is_the_default_teacher(llm, pack_dir, tmp_path, mon
     code = cli("synth", "spec.yaml", "-g", "forward", "--run-dir", "rd", "--json", "-", "--no-cache")
     data = json.loads(capsys.readouterr().out)
     assert code == 0 and data["restored_items"] == 2 and data["done_items"] == 0 and llm.count == sent
+    # `agentsynth status` names the pack and the generator and shows the generation's tallies
+    code = cli("status", "rd")
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "pack ?" not in out and "run hash -" in out
+    assert "generator forward" in out and "policy ?" not in out
+    assert "items: 2 of 2 done · accepted 2" in out and "rejected:" in out and "LLM requests: " in out
 
 
 def test_progress_counts_items():
