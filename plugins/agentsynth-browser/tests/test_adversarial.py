@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from agentsynth_browser.exploits import BROWSER_EXPLOITS, CANARY
+from agentsynth_browser.exploits import BROWSER_EXPLOITS, CANARY, FAKEABLE
 from agentsynth_kernel.spec import load_pack
 from agentsynth_kernel.testing.adversarial import GENERIC_EXPLOITS, assert_unfarmable, exploits_for
 
@@ -28,7 +28,7 @@ def test_webshop_cannot_be_farmed_by_generic_or_browser_exploits():
     assert set(per_exploit) == {e.name for e in exploits_for(pack)}
     assert per_exploit["generic.claim_success"] == len(pack.tasks)
     # the host-targeting attempts really ran, and the canary service never saw a request
-    assert per_exploit["browser.loopback_service"] == per_exploit["browser.script_beacon"] == len(pack.tasks)
+    assert per_exploit["browser.loopback_service"] == per_exploit["browser.script_beacon"] == len(FAKEABLE)
     assert CANARY.port and CANARY.check() is None
     # refusals are clean failures, not infrastructure errors
     errors = [o.describe() for o in outcomes if o.status == "error"]
