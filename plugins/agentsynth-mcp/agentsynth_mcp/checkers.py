@@ -9,13 +9,27 @@
 
 All three fail (not crash) when the environment is not an MCP environment or
 has no world directory, and say why in the verdict's detail.
+
+What they read cannot be redirected by the agent (see the README, "What a checker reads"):
+``mcp_call`` goes through the environment's checker session (a fresh server on the world by
+default, never the agent's session); ``mcp_file`` and ``mcp_sql`` read the world only after the
+agent's server was stopped, never through a symlink, never a file with several hard links, and
+``mcp_sql`` queries a private copy of the database in which every table of the seeded world
+must still be a table (a view the agent put in its place fails the check). Every read runs under
+the environment's ``check_timeout`` and size limits; a server that hangs or crashes while a
+checker calls it fails the check with the reason.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 import re
+import shutil
 import sqlite3
+import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +37,8 @@ from agentsynth_kernel import Trajectory, Verdict
 
 from . import jsonpath
 from .convert import result_text, result_value
+from .session import McpServerError
+from .world import UnsafeFile, check_relative, read_world_file
 
 _UNSET: Any = object()
 
@@ -87,8 +103,42 @@ class Expectation:
         return True, f"got {_short(value, 120)}"
 
 
-def _world(env: Any) -> Path | None:
+async def _world(env: Any) -> Path | None:
+    """The world directory, after the agent's server was stopped (when the environment can)."""
+    freeze = getattr(env, "world_for_checks", None)
+    if callable(freeze):
+        return await freeze()
     return getattr(env, "world_dir", None)
+
+
+def _limits(env: Any) -> tuple[float, int]:
+    spec = getattr(env, "spec", None)
+    timeout = float(getattr(env, "check_timeout", None) or 30.0)
+    return timeout, int(getattr(spec, "max_check_bytes", 16 * 1024 * 1024))
+
+
+def _small(value: Any, limit: int = 4096) -> Any:
+    """``value`` for a verdict's data, or a note of its size: verdicts stay small."""
+    try:
+        size = len(json.dumps(value, ensure_ascii=False, default=str))
+    except (TypeError, ValueError, RecursionError):
+        return None
+    return value if size <= limit else {"truncated": True, "chars": size}
+
+
+def _violation(env: Any, name: str, label: str) -> Verdict | None:
+    problem = getattr(env, "violation", "")
+    if problem:
+        return Verdict(name, False, 0.0, f"{label}: the agent broke a limit of the world: {problem}")
+    return None
+
+
+async def _read(env: Any, world: Path, relative: str, limit: int, timeout: float) -> bytes | None:
+    """A world file's bytes, read off the event loop under ``timeout`` (see world.read_world_file)."""
+    try:
+        return await asyncio.wait_for(asyncio.to_thread(read_world_file, world, relative, limit), timeout)
+    except TimeoutError:
+        raise UnsafeFile(f"reading {relative} took longer than {timeout:g}s (check_timeout)") from None
 
 
 class McpCall:
@@ -125,6 +175,11 @@ class McpCall:
 
         if not callable(getattr(env, "call_tool", None)) or not callable(getattr(env, "read_resource", None)):
             return Verdict(self.name, False, 0.0, f"{self.label}: the environment is not an MCP environment")
+        broken = _violation(env, self.name, self.label)
+        if broken is not None:
+            return broken
+        from .environment import McpCheckFailed
+
         try:
             if self.tool is not None:
                 result = await env.call_tool(self.tool, self.arguments)
@@ -132,6 +187,9 @@ class McpCall:
             else:
                 result = await env.read_resource(self.resource)
                 failed = False
+        except McpCheckFailed as exc:  # the server hung or crashed under the checker: not verified
+            return Verdict(self.name, False, 0.0, f"{self.label}: the server broke during the check: {exc}"[:2000],
+                           data={"error_kind": "environment"})
         except MCPError as exc:
             result, failed = None, True
             error_text = exc.message
@@ -158,7 +216,7 @@ class McpCall:
         elif result is not None:
             text = result_text(result)
         ok, why = self.expect.compare(value, text)
-        return Verdict(self.name, ok, float(ok), f"{self.label}: {why}", data={"value": value})
+        return Verdict(self.name, ok, float(ok), f"{self.label}: {why}", data={"value": _small(value)})
 
 
 class McpFile:
@@ -171,23 +229,28 @@ class McpFile:
                  ignore_case: bool = False, name: str = "mcp_file") -> None:
         if json_path is not None:
             jsonpath.parse(json_path)
+        file = check_relative(str(file), "file")
         self.file, self.exists, self.lines, self.json_path, self.name = file, exists, lines, json_path, name
         self.expect = Expectation(equals, contains, regex, None, ignore_case)
 
-    def check(self, env: Any, trajectory: Trajectory) -> Verdict:
-        world = _world(env)
+    async def check(self, env: Any, trajectory: Trajectory) -> Verdict:
+        world = await _world(env)
         if world is None:
             return Verdict(self.name, False, 0.0, f"{self.file}: the environment has no world directory ('world:')")
-        path = world / self.file.replace("{world}/", "")
-        if not path.is_file():
+        broken = _violation(env, self.name, self.file)
+        if broken is not None:
+            return broken
+        timeout, limit = _limits(env)
+        try:
+            raw = await _read(env, world, self.file, limit, timeout)
+        except UnsafeFile as exc:
+            return Verdict(self.name, False, 0.0, f"{self.file}: not read: {exc}")
+        if raw is None:
             ok = not self.exists
             return Verdict(self.name, ok, float(ok), f"{self.file}: {'absent as expected' if ok else 'no such file'}")
         if not self.exists:
             return Verdict(self.name, False, 0.0, f"{self.file}: exists, expected it to be absent")
-        try:
-            text = path.read_text(encoding="utf-8", errors="replace")
-        except OSError as exc:
-            return Verdict(self.name, False, 0.0, f"{self.file}: cannot read: {exc}")
+        text = raw.decode("utf-8", errors="replace")
         if self.lines is not None:
             count = sum(1 for line in text.splitlines() if line.strip())
             if count != self.lines:
@@ -216,23 +279,45 @@ class McpSql:
                  name: str = "mcp_sql") -> None:
         if equals is _UNSET and rows is None:
             raise ValueError("mcp_sql needs 'equals' or 'rows'")
+        db = check_relative(str(db), "db")
         self.db, self.query, self.equals, self.rows, self.ordered, self.name = db, query, equals, rows, ordered, name
 
-    def check(self, env: Any, trajectory: Trajectory) -> Verdict:
-        world = _world(env)
+    async def check(self, env: Any, trajectory: Trajectory) -> Verdict:
+        world = await _world(env)
         if world is None:
             return Verdict(self.name, False, 0.0, f"{self.db}: the environment has no world directory ('world:')")
-        path = world / self.db
-        if not path.is_file():
-            return Verdict(self.name, False, 0.0, f"{self.db}: no such database file")
+        broken = _violation(env, self.name, self.db)
+        if broken is not None:
+            return broken
+        timeout, _ = _limits(env)
+        limit = int(getattr(getattr(env, "spec", None), "max_world_bytes", 1 << 30))
+        seeded = (getattr(env, "seeded_schemas", None) or {}).get(self.db, {})
+        private = Path(tempfile.mkdtemp(prefix=f"agentsynth-mcp-{os.getpid()}-check-"))
         try:
-            conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=10)
+            copies: dict[str, bytes | None] = {}
             try:
-                result = [list(row) for row in conn.execute(self.query).fetchall()]
-            finally:
-                conn.close()
-        except sqlite3.Error as exc:
-            return Verdict(self.name, False, 0.0, f"{self.db}: query failed: {exc}")
+                for suffix in ("", "-wal", "-journal"):
+                    copies[suffix] = await _read(env, world, self.db + suffix, limit, timeout)
+            except UnsafeFile as exc:
+                return Verdict(self.name, False, 0.0, f"{self.db}: not read: {exc}")
+            if copies[""] is None:
+                return Verdict(self.name, False, 0.0, f"{self.db}: no such database file")
+            for suffix, raw in copies.items():
+                if raw is not None:
+                    (private / f"db{suffix}").write_bytes(raw)
+            try:
+                result = await asyncio.wait_for(
+                    asyncio.to_thread(_query, private / "db", self.query, seeded, time.monotonic() + timeout),
+                    timeout + 1)
+            except TimeoutError:
+                return Verdict(self.name, False, 0.0, f"{self.db}: the query took longer than {timeout:g}s (check_timeout)")
+            except _Shadowed as exc:
+                return Verdict(self.name, False, 0.0, f"{self.db}: {exc}")
+            except sqlite3.Error as exc:
+                text = "took longer than the check_timeout" if "interrupt" in str(exc) else str(exc)
+                return Verdict(self.name, False, 0.0, f"{self.db}: query failed: {text}")
+        finally:
+            await asyncio.to_thread(shutil.rmtree, private, True)
         if self.rows is not None and len(result) != self.rows:
             return Verdict(self.name, False, 0.0, f"{self.db}: {len(result)} rows, expected {self.rows}",
                            data={"rows": result[:50]})
@@ -252,6 +337,27 @@ class McpSql:
         ok = _equal(actual, expected)
         detail = f"{self.db}: got {_short(actual)}" + ("" if ok else f", expected {_short(expected)}")
         return Verdict(self.name, ok, float(ok), detail, data={"value": actual})
+
+
+class _Shadowed(Exception):
+    """A table of the seeded world was replaced by something else (a view, a trigger's target ...)."""
+
+
+def _query(path: Path, query: str, seeded: dict[str, str], deadline: float) -> list[list[Any]]:
+    """Run a checker's query on a private copy: tables of the seeded world must still be tables,
+    the query may not write, and it is interrupted at ``deadline``."""
+    conn = sqlite3.connect(path, timeout=1)
+    try:
+        conn.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
+        now = dict(conn.execute("SELECT name, type FROM sqlite_schema").fetchall())
+        for name, kind in seeded.items():
+            if kind == "table" and name in now and now[name] != "table":
+                raise _Shadowed(f"{name!r} was a table in the seeded world and is now a {now[name]}: checkers read "
+                                "the world's real tables, not objects standing in for them")
+        conn.execute("PRAGMA query_only = ON")
+        return [list(row) for row in conn.execute(query).fetchmany(100_000)]
+    finally:
+        conn.close()
 
 
 def _sort_key(value: Any) -> str:

@@ -42,3 +42,12 @@ def register_commands(cli: Any) -> None:
     from .commands import mcp
 
     cli.add_command(mcp)
+
+
+@hookimpl
+def adversarial_exploits(environment: str) -> list[Any] | None:
+    if environment != "mcp":
+        return None
+    from .exploits import mcp_exploits
+
+    return mcp_exploits()

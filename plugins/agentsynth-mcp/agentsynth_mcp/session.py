@@ -74,6 +74,15 @@ class Endpoint:
     headers: dict[str, str] = attrs.field(factory=dict)
     inherit_env: bool = False
     protocol: str = "auto"  # Client mode: auto (discover, else initialize) or legacy
+    max_file_bytes: int = 0  # RLIMIT_FSIZE of a launched process (0: none)
+    writable: list[str] | None = None  # Landlock: the only places a launched process may write (None: anywhere)
+
+    def argv(self) -> list[str]:
+        """The launched command line, wrapped by the launcher (parent-death signal, limits, confinement)."""
+        from .launcher import launch_argv
+
+        assert self.command is not None
+        return launch_argv([self.command, *self.args], max_file_bytes=self.max_file_bytes, writable=self.writable)
 
     @property
     def launches(self) -> bool:
@@ -207,6 +216,7 @@ class McpSession:
         call_timeout: float = 30.0,
         log_dir: Path | None = None,
         close_timeout: float = 10.0,
+        log_name: str = "server-stderr.log",
     ) -> None:
         self.endpoint = endpoint
         self.connect_timeout = connect_timeout
@@ -214,9 +224,9 @@ class McpSession:
         self.close_timeout = close_timeout
         self._own_log_dir: tempfile.TemporaryDirectory[str] | None = None
         if log_dir is None:
-            self._own_log_dir = tempfile.TemporaryDirectory(prefix="agentsynth-mcp-log-")
+            self._own_log_dir = tempfile.TemporaryDirectory(prefix=f"agentsynth-mcp-log-{os.getpid()}-")
             log_dir = Path(self._own_log_dir.name)
-        self.log_path = Path(log_dir) / "server-stderr.log"
+        self.log_path = Path(log_dir) / log_name
         self.info: ServerInfo | None = None
         self.pid: int | None = None  # the launched HTTP server's pid (stdio pids stay inside the SDK)
         self.connect_s = 0.0
@@ -446,7 +456,8 @@ class McpSession:
 
             if not ep.command:
                 raise McpServerError("stdio transport needs a 'command'")
-            params = StdioServerParameters(command=ep.command, args=list(ep.args), env=ep.process_env(), cwd=ep.cwd)
+            argv = ep.argv()
+            params = StdioServerParameters(command=argv[0], args=argv[1:], env=ep.process_env(), cwd=ep.cwd)
             transport: Any = stdio_client(params, errlog=log)
         else:
             if ep.command:
@@ -478,7 +489,7 @@ class McpSession:
         assert ep.command is not None and ep.url is not None
         try:
             process = await anyio.open_process(
-                _dies_with_parent([ep.command, *ep.args]), env=ep.process_env(), cwd=ep.cwd,
+                ep.argv(), env=ep.process_env(), cwd=ep.cwd,
                 stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
             )
         except OSError as exc:
@@ -567,20 +578,3 @@ async def _stop_process_group(process: Any, grace: float = 2.0) -> None:
                 os.killpg(process.pid, signal.SIGKILL)
         with contextlib.suppress(Exception):
             await process.aclose()
-
-
-# Exec'd by a tiny launcher: ask Linux to SIGTERM the server when the agentsynth process dies, even
-# by SIGKILL (stdio servers notice their closed stdin; an HTTP server would otherwise live on).
-_PDEATHSIG_LAUNCHER = (
-    "import ctypes, os, signal, sys\n"
-    "ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG\n"
-    "if os.getppid() == int(sys.argv[1]):\n"
-    "    os.execvp(sys.argv[2], sys.argv[2:])\n"
-)
-
-
-def _dies_with_parent(argv: list[str]) -> list[str]:
-    """``argv`` wrapped so the process is killed when this process dies (Linux; elsewhere unchanged)."""
-    if not sys.platform.startswith("linux"):
-        return argv
-    return [sys.executable, "-c", _PDEATHSIG_LAUNCHER, str(os.getpid()), *argv]

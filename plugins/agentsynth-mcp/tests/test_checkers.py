@@ -56,8 +56,8 @@ async def test_mcp_call_checks_tool_results_and_resources(env):
     assert not (await verdict(tool="echo", arguments={"text": "x"}, is_error=True)).passed
     # no comparison: the call only has to succeed
     assert (await verdict(tool="read_note", arguments={"name": "out.txt"})).passed
-    # resources (state of the world after the agent acted)
-    assert (await verdict(resource="toy://counter", equals=1)).passed
+    # resources, read on a fresh server over the world: the agent's in-memory state is not the world's
+    assert (await verdict(resource="toy://counter", equals=0)).passed
     assert (await verdict(resource="toy://data", path="$.items[*].name", equals=["a", "b"])).passed
     unknown = await verdict(resource="toy://nope", equals=1)
     assert not unknown.passed and "failed" in unknown.detail
@@ -65,29 +65,29 @@ async def test_mcp_call_checks_tool_results_and_resources(env):
 
 async def test_mcp_file_and_mcp_sql_read_the_world_copy(env):
     await env.step(ToolCall("write_note", {"name": "report.csv", "text": "id,name\n1,a\n2,b\n"}))
-    assert McpFile("report.csv", lines=3, contains=["1,a", "2,b"]).check(env, TRAJ).passed
-    assert McpFile("report.csv", regex=r"^id,name").check(env, TRAJ).passed
-    assert McpFile("report.csv", equals="id,name\n1,a\n2,b").check(env, TRAJ).passed
-    wrong = McpFile("report.csv", lines=2).check(env, TRAJ)
+    assert (await McpFile("report.csv", lines=3, contains=["1,a", "2,b"]).check(env, TRAJ)).passed
+    assert (await McpFile("report.csv", regex=r"^id,name").check(env, TRAJ)).passed
+    assert (await McpFile("report.csv", equals="id,name\n1,a\n2,b").check(env, TRAJ)).passed
+    wrong = (await McpFile("report.csv", lines=2).check(env, TRAJ))
     assert not wrong.passed and "3 non-empty lines, expected 2" in wrong.detail
-    assert not McpFile("absent.csv").check(env, TRAJ).passed
-    assert McpFile("absent.csv", exists=False).check(env, TRAJ).passed
-    assert not McpFile("report.csv", exists=False).check(env, TRAJ).passed
-    assert McpFile("data.json", json_path="$.items[1].id", equals=2).check(env, TRAJ).passed
-    assert McpFile("data.json", json_path="$.ok", equals=True).check(env, TRAJ).passed
-    assert not McpFile("report.csv", json_path="$.x", equals=1).check(env, TRAJ).passed
+    assert not (await McpFile("absent.csv").check(env, TRAJ)).passed
+    assert (await McpFile("absent.csv", exists=False).check(env, TRAJ)).passed
+    assert not (await McpFile("report.csv", exists=False).check(env, TRAJ)).passed
+    assert (await McpFile("data.json", json_path="$.items[1].id", equals=2).check(env, TRAJ)).passed
+    assert (await McpFile("data.json", json_path="$.ok", equals=True).check(env, TRAJ)).passed
+    assert not (await McpFile("report.csv", json_path="$.x", equals=1).check(env, TRAJ)).passed
 
-    assert McpSql("app.db", "SELECT count(*) FROM t", equals=2).check(env, TRAJ).passed
-    assert McpSql("app.db", "SELECT id FROM t", equals=[2, 1]).check(env, TRAJ).passed  # unordered by default
-    assert not McpSql("app.db", "SELECT id FROM t", equals=[2, 1], ordered=True).check(env, TRAJ).passed
-    assert McpSql("app.db", "SELECT id, name FROM t", equals=[[1, "a"], [2, "b"]]).check(env, TRAJ).passed
-    assert McpSql("app.db", "SELECT * FROM t WHERE id > 1", rows=1).check(env, TRAJ).passed
-    bad = McpSql("app.db", "SELECT nope FROM t", equals=1).check(env, TRAJ)
+    assert (await McpSql("app.db", "SELECT count(*) FROM t", equals=2).check(env, TRAJ)).passed
+    assert (await McpSql("app.db", "SELECT id FROM t", equals=[2, 1]).check(env, TRAJ)).passed  # unordered by default
+    assert not (await McpSql("app.db", "SELECT id FROM t", equals=[2, 1], ordered=True).check(env, TRAJ)).passed
+    assert (await McpSql("app.db", "SELECT id, name FROM t", equals=[[1, "a"], [2, "b"]]).check(env, TRAJ)).passed
+    assert (await McpSql("app.db", "SELECT * FROM t WHERE id > 1", rows=1).check(env, TRAJ)).passed
+    bad = (await McpSql("app.db", "SELECT nope FROM t", equals=1).check(env, TRAJ))
     assert not bad.passed and "no such column" in bad.detail
     # read-only: a checker cannot change the world
-    ro = McpSql("app.db", "DELETE FROM t", rows=0).check(env, TRAJ)
+    ro = (await McpSql("app.db", "DELETE FROM t", rows=0).check(env, TRAJ))
     assert not ro.passed and "readonly" in ro.detail.replace("-", "")
-    assert not McpSql("missing.db", "SELECT 1", equals=1).check(env, TRAJ).passed
+    assert not (await McpSql("missing.db", "SELECT 1", equals=1).check(env, TRAJ)).passed
 
 
 async def test_checkers_on_a_non_mcp_environment_fail_with_a_reason():
@@ -96,8 +96,8 @@ async def test_checkers_on_a_non_mcp_environment_fail_with_a_reason():
 
     v = await McpCall(tool="x").check(Other(), TRAJ)
     assert not v.passed and "not an MCP environment" in v.detail
-    assert "no world directory" in McpFile("f").check(Other(), TRAJ).detail
-    assert "no world directory" in McpSql("d.db", "SELECT 1", equals=1).check(Other(), TRAJ).detail
+    assert "no world directory" in (await McpFile("f").check(Other(), TRAJ)).detail
+    assert "no world directory" in (await McpSql("d.db", "SELECT 1", equals=1).check(Other(), TRAJ)).detail
 
 
 def test_checker_arguments_are_validated():

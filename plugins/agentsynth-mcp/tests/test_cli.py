@@ -59,6 +59,7 @@ ORACLE = {
 
 def test_crash_hang_and_tool_error_episodes_through_run(tmp_path):
     (tmp_path / "oracle.py").write_text(ORACLE)
+    (tmp_path / "pids").mkdir()
     spec = {
         "name": "toy",
         "policy": "oracle",
@@ -68,6 +69,8 @@ def test_crash_hang_and_tool_error_episodes_through_run(tmp_path):
             "type": "mcp", "command": "{python}",
             "args": [str(TOY), "--pidfile", "{base_dir}/pids/{seed}.pid"],
             "call_timeout": 2,
+            "writable": ["{base_dir}/pids"],  # writes elsewhere outside the episode are refused
+            "checks_on": "agent-session",  # the counter lives only in the agent's server process
         },
         "tasks": [
             {"id": "ok", "instruction": "bump once",

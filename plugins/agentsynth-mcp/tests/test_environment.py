@@ -93,7 +93,9 @@ async def test_setup_hide_tools_placeholders_and_env(tmp_path, toy):
         names = {t.name for t in await env.tools()}
         assert "crash" not in names and "hang" not in names and "read_resource" not in names
         assert (await env.step(ToolCall("env_var", {"name": "TOY_SEED"}))).content == "77"
-        assert (await env.step(ToolCall("env_var", {"name": "TOY_WORLD"}))).content == str(env.world_dir)
+        # the episode's path is shown as a stable placeholder (and turned back in the agent's arguments)
+        assert (await env.step(ToolCall("env_var", {"name": "TOY_WORLD"}))).content == "<world>"
+        assert (await env.step(ToolCall("read_note", {"name": "<world>/seeded.txt"}))).content == "from the pack"
         # setup ran twice before the agent's first call
         assert (await env.step(ToolCall("bump", {}))).content == "3"
         # the server's cwd is the episode's copy of the world
@@ -161,7 +163,8 @@ async def test_hanging_tool_times_out_and_kills_the_process_group(tmp_path, toy)
 
 async def test_server_that_hangs_at_start_hits_connect_timeout(tmp_path, toy):
     pidfile = tmp_path / "hang.pid"
-    env = make_env(tmp_path, toy, "--hang-on-start", "--pidfile", str(pidfile), connect_timeout=2.0)
+    env = make_env(tmp_path, toy, "--hang-on-start", "--pidfile", str(pidfile), connect_timeout=2.0,
+                   writable=[str(tmp_path)])
     try:
         with pytest.raises(McpServerError, match=r"did not connect within 2s \(connect_timeout\)"):
             await env.reset(seed=0)
