@@ -6,16 +6,25 @@
   checker says ``collateral: false``, so a task cannot forget it.
 - ``no_collateral``: only the collateral-damage check (for tasks whose right
   outcome is "nothing changed" or "only these rows changed").
+- ``sql_answer``: the final answer names the value a query returns and none of the other
+  candidates a ``distractors`` query lists (a dump of the whole table does not pass).
+
+They read the world through the environment's ``end_state()`` (never the agent's connection)
+under a budget, and ``check`` is sync so the engine runs it on the episode's worker thread: the
+episode timeout bounds the checks too.
 """
 
 from __future__ import annotations
 
 import math
+import re
 import sqlite3
 from collections import Counter
 from typing import Any
 
 from agentsynth_kernel import Trajectory, Verdict
+
+from .world import CheckBudgetExceeded
 
 _UNSET: Any = object()
 OPS = ("eq", "ne", "lt", "le", "gt", "ge", "contains", "not_contains", "approx")
@@ -41,6 +50,14 @@ def collateral_verdict(env: Any, name: str) -> Verdict | None:
     return Verdict(name, False, 0.0, detail, data={"unexpected": [c.to_dict() for c in bad]})
 
 
+def over_budget(env: Any, name: str, exc: CheckBudgetExceeded) -> Verdict:
+    """A check that ran out of budget: the agent's failure when its actions grew the world,
+    else the checker's (an error of the pack, not a verdict on the agent)."""
+    if not getattr(env, "grown", False):
+        raise RuntimeError(f"{exc} (the world did not grow: raise query_budget / check_budget)") from None
+    return Verdict(name, False, 0.0, str(exc), data={"over_budget": True})
+
+
 def _notes(env: Any) -> str:
     return f" [{'; '.join(env.notes)}]" if getattr(env, "notes", None) else ""
 
@@ -50,11 +67,17 @@ class NoCollateral:
 
     world_state = True
 
-    async def check(self, env: Any, trajectory: Trajectory) -> Verdict:  # quick: runs on the event loop
+    def check(self, env: Any, trajectory: Trajectory) -> Verdict:  # sync: on the episode's thread
         return self.evaluate(env, trajectory)
 
     def evaluate(self, env: Any, trajectory: Trajectory) -> Verdict:
         env = _sql_env(env)
+        try:
+            return self._evaluate(env)
+        except CheckBudgetExceeded as exc:
+            return over_budget(env, "no_collateral", exc)
+
+    def _evaluate(self, env: Any) -> Verdict:
         bad = collateral_verdict(env, "no_collateral")
         if bad is not None:
             return bad
@@ -144,11 +167,17 @@ class SqlChecker:
             return math.isclose(a, b, rel_tol=0, abs_tol=self.tolerance)
         return a == b
 
-    async def check(self, env: Any, trajectory: Trajectory) -> Verdict:  # quick: runs on the event loop
+    def check(self, env: Any, trajectory: Trajectory) -> Verdict:  # sync: on the episode's thread
         return self.evaluate(env, trajectory)
 
     def evaluate(self, env: Any, trajectory: Trajectory) -> Verdict:
         env = _sql_env(env)
+        try:
+            return self._evaluate(env)
+        except CheckBudgetExceeded as exc:
+            return over_budget(env, self.name, exc)
+
+    def _evaluate(self, env: Any) -> Verdict:
         try:
             actual = self._actual(env.query(self.query))
         except (sqlite3.Error, ValueError) as exc:
@@ -176,3 +205,56 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, bytes):
         return f"<{len(value)} bytes>"
     return value
+
+
+class SqlAnswer:
+    """The final answer names every value ``query`` returns (first column) and none of the other
+    values ``distractors`` returns, so listing every email or SKU of a table does not pass a
+    lookup. Values match as whole words, case-insensitively unless ``case_sensitive``. Both
+    queries read the world's end state under the checks' budget."""
+
+    world_state = False
+
+    def __init__(self, query: str, distractors: str | None = None, case_sensitive: bool = False,
+                 name: str = "") -> None:
+        if not isinstance(query, str) or not query.strip():
+            raise ValueError("sql_answer: 'query' must be an SQL query returning the expected value(s)")
+        if distractors is not None and (not isinstance(distractors, str) or not distractors.strip()):
+            raise ValueError("sql_answer: 'distractors' must be an SQL query listing the wrong candidates")
+        self.query, self.distractors, self.case_sensitive = query, distractors, case_sensitive
+        self.name = name or "sql_answer"
+
+    def _found(self, value: Any, answer: str) -> bool:
+        text = _text(value)
+        flags = 0 if self.case_sensitive else re.IGNORECASE
+        return bool(text) and re.search(rf"(?<!\w){re.escape(text)}(?!\w)", answer, flags) is not None
+
+    def check(self, env: Any, trajectory: Trajectory) -> Verdict:  # sync: on the episode's thread
+        return self.evaluate(env, trajectory)
+
+    def evaluate(self, env: Any, trajectory: Trajectory) -> Verdict:
+        env = _sql_env(env)
+        answer = trajectory.final_answer or ""
+        try:
+            expected = [r[0] for r in env.query(self.query)]
+            others = [r[0] for r in env.query(self.distractors)] if self.distractors else []
+        except CheckBudgetExceeded as exc:
+            return over_budget(env, self.name, exc)
+        except sqlite3.Error as exc:
+            return Verdict(self.name, False, 0.0, f"{exc}")
+        if not expected:
+            return Verdict(self.name, False, 0.0, f"{self.query!r} returned no value to look for")
+        missing = [v for v in expected if not self._found(v, answer)]
+        wanted = {_text(v).casefold() for v in expected}
+        wrong = [v for v in dict.fromkeys(others) if _text(v).casefold() not in wanted and self._found(v, answer)]
+        if missing:
+            return Verdict(self.name, False, 0.0, f"the answer does not name {_show(missing)}")
+        if wrong:
+            return Verdict(self.name, False, 0.0, f"the answer also names {len(wrong)} wrong candidate(s): {_show(wrong)}")
+        return Verdict(self.name, True, 1.0, f"the answer names {_show(expected)} and no other candidate")
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return "" if value is None else str(value)

@@ -9,6 +9,7 @@ through :meth:`SqlEnvironment.query` and :meth:`SqlEnvironment.unexpected_change
 from __future__ import annotations
 
 import sqlite3
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -20,16 +21,22 @@ from agentsynth_kernel.spec import InvalidValue
 from .world import (
     AllowedChanges,
     Change,
+    CheckBudget,
+    CheckBudgetExceeded,
     Sandbox,
     Snapshot,
+    catalog,
     diff_states,
     keyed,
+    list_tables,
     open_copy,
+    pristine,
+    quote,
     scan,
+    schema_changes,
     snapshot_for,
     split_statements,
     table_columns,
-    table_state,
 )
 
 
@@ -54,6 +61,12 @@ class SqlEnvSpec:
     are resolved against the pack directory. ``allowed_changes`` lists what the
     task may change (see :class:`~agentsynth_sql.world.AllowedChanges`); anything
     else fails the collateral-damage check, which is on unless ``collateral: false``.
+
+    Limits (what bounds an episode whatever the agent runs): ``query_budget`` SQLite steps per
+    agent statement and per checker query; ``max_db_bytes`` for the database (and for the
+    agent's temp tables); ``max_observation_bytes`` per tool result; ``check_budget`` steps
+    for the collateral diff, ``check_seconds`` for all the checks of an episode, and at most
+    ``max_changes`` changed rows per table before the diff gives up (the task fails).
     """
 
     schema: str | None = None
@@ -65,6 +78,11 @@ class SqlEnvSpec:
     foreign_keys: bool = True
     intro: str = ""
     max_cell_chars: int = attrs.field(default=200, validator=_positive)
+    max_db_bytes: int = attrs.field(default=64 * 1024 * 1024, validator=_positive)
+    max_observation_bytes: int = attrs.field(default=64_000, validator=_positive)
+    check_budget: int = attrs.field(default=20_000_000, validator=_positive)
+    check_seconds: float = attrs.field(default=10.0, validator=_positive)
+    max_changes: int = attrs.field(default=10_000, validator=_positive)
 
     def __attrs_post_init__(self) -> None:
         if self.schema is None and self.seed is None:
@@ -100,6 +118,11 @@ class SqlEnvironment:
         self._changes: list[Change] | None = None
         self._unexpected: list[Change] | None = None
         self._settled = False
+        self.budget = CheckBudget(self.spec.check_seconds)
+        self._end: sqlite3.Connection | None = None  # what checkers read (see end_state)
+        self._end_owned = False
+        self._end_catalog: frozenset[Any] = frozenset()
+        self._check_lock = threading.Lock()
 
     # --- Environment protocol ------------------------------------------------------------------
     # Async on purpose: every call is short (an in-memory database; a statement is bounded by the
@@ -127,9 +150,13 @@ class SqlEnvironment:
         self.snapshot = snapshot_for(s.schema, s.seed, base_dir=self.base_dir, foreign_keys=s.foreign_keys)
         # not bound to one thread: a sync checker of another plugin may read it from the episode's worker
         self.conn = open_copy(self.snapshot, foreign_keys=s.foreign_keys, check_same_thread=False)
+        pages = max(1, s.max_db_bytes // self.conn.execute("PRAGMA page_size").fetchone()[0])
+        self.conn.execute(f"PRAGMA main.max_page_count = {pages}")  # the agent cannot change PRAGMAs
+        self.conn.execute(f"PRAGMA temp.max_page_count = {pages}")
         self.allowed.check_against(self.snapshot, self.conn)
         self._start_marks = (self.conn.total_changes, self.snapshot.schema_version)
-        self.sandbox.written = set()
+        self.sandbox.written, self.sandbox.schema_touched = set(), False
+        self.budget = CheckBudget(s.check_seconds)
         self._changes = self._unexpected = None
         self._settled, self.collateral_reported, self.notes = False, False, []
         text = f"A SQLite database. Tables:\n{self.snapshot.schema_text}"
@@ -161,9 +188,22 @@ class SqlEnvironment:
         return self._run(sql, params, readonly=call.name == "sql_query")
 
     def shutdown(self) -> None:
+        self._drop_end_state()
         if self.conn is not None:
             self.conn.close()
             self.conn = None
+
+    def _drop_end_state(self) -> None:
+        """Close the checkers' connection; a check still running on another thread (after an
+        episode timeout) is interrupted and closes it itself."""
+        self.budget.cancelled = True
+        if self._check_lock.acquire(timeout=30):
+            try:
+                if self._end is not None and self._end_owned:
+                    self._end.close()
+                self._end = None
+            finally:
+                self._check_lock.release()
 
     # --- running the agent's SQL ---------------------------------------------------------------
 
@@ -176,12 +216,13 @@ class SqlEnvironment:
             return Observation("error: 'params' can only be used with a single statement", error=True)
         outputs: list[str] = []
         data: list[dict[str, Any]] = []
+        room = self.spec.max_observation_bytes  # what this observation may still hold (text and data)
         for index, stmt in enumerate(statements):
             self.sandbox.arm(self.conn, readonly)
             try:
                 cur = self.conn.execute(stmt, params or ())
-                rows = cur.fetchmany(self.spec.row_limit + 1) if cur.description else None
-            except (sqlite3.Error, OverflowError, ValueError) as exc:
+                rows, cut, size = self._fetch(cur, room) if cur.description else (None, False, 0)
+            except (sqlite3.Error, OverflowError, ValueError, MemoryError) as exc:
                 prefix = f"statement {index + 1} of {len(statements)}: " if len(statements) > 1 else ""
                 done = f" (statements 1-{index} were applied)" if index else ""
                 return Observation(f"error: {prefix}{self._explain(exc)}{done}", error=True,
@@ -193,12 +234,41 @@ class SqlEnvironment:
                 outputs.append(f"ok: {count} row(s) affected" if count >= 0 else "ok")
                 data.append({"rowcount": count})
             else:
+                room -= size
                 columns = [d[0] for d in cur.description]
-                outputs.append(self._render(columns, rows))
-                shown = rows[: self.spec.row_limit]
-                data.append({"columns": columns, "rows": [list(r) for r in shown],
-                             "truncated": len(rows) > self.spec.row_limit})
-        return Observation("\n\n".join(outputs), data=data[0] if len(data) == 1 else {"results": data})
+                outputs.append(self._render(columns, rows, cut))
+                data.append({"columns": columns, "rows": [list(r) for r in rows], "truncated": cut})
+            room -= len(outputs[-1])
+        text = "\n\n".join(outputs)
+        limit = self.spec.max_observation_bytes
+        if len(text) > limit:
+            text = text[:limit] + f"\n... (output cut at {limit:,} characters)"
+        return Observation(text, data=data[0] if len(data) == 1 else {"results": data})
+
+    def _fetch(self, cur: sqlite3.Cursor, room: int) -> tuple[list[tuple[Any, ...]], bool, int]:
+        """(rows, truncated, bytes): up to row_limit rows, each value made small enough to keep
+        (no multi-MB blob or string stays whole), and no more rows once ``room`` bytes are used.
+        One row is held whole at a time, never a whole result."""
+        rows: list[tuple[Any, ...]] = []
+        used, limit, keep = 0, self.spec.row_limit, self._keep
+        while True:
+            row = cur.fetchone()
+            if row is None:
+                return rows, False, used
+            if len(rows) >= limit or (rows and used > room):
+                return rows, True, used
+            kept = tuple(keep(v) for v in row)
+            used += sum(len(v) if isinstance(v, str | bytes) else 8 for v in kept)
+            rows.append(kept)
+
+    def _keep(self, value: Any) -> Any:
+        """A value as an observation keeps it: blobs over 256 bytes and strings over 2,000
+        characters become a marker (the agent sees their size, the episode does not hold them)."""
+        if isinstance(value, bytes) and len(value) > 256:
+            return f"<blob: {len(value):,} bytes>"
+        if isinstance(value, str) and len(value) > 2000:
+            return value[:2000] + f"…<{len(value):,} characters>"
+        return value
 
     def _explain(self, exc: BaseException) -> str:
         if self.sandbox.denied:
@@ -206,6 +276,9 @@ class SqlEnvironment:
         if self.sandbox.interrupted:
             return (f"interrupted: the statement exceeded its budget of {self.spec.query_budget:,} SQLite steps "
                     "(a runaway query? add a LIMIT or a WHERE)")
+        if getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:
+            return (f"database full: the world may hold at most {self.spec.max_db_bytes / 2**20:g} MB "
+                    "(max_db_bytes); nothing of this statement was written")
         return f"{type(exc).__name__}: {exc}" if not isinstance(exc, sqlite3.Error) else str(exc)
 
     def _cell(self, value: Any) -> str:
@@ -217,21 +290,23 @@ class SqlEnvironment:
         limit = self.spec.max_cell_chars
         return text if len(text) <= limit else text[: limit - 1] + "…"
 
-    def _render(self, columns: list[str], rows: list[tuple[Any, ...]]) -> str:
-        limit = self.spec.row_limit
+    def _render(self, columns: list[str], rows: list[tuple[Any, ...]], cut: bool) -> str:
         lines = [" | ".join(columns)]
-        lines += [" | ".join(self._cell(v) for v in row) for row in rows[:limit]]
-        if len(rows) > limit:
-            lines.append(f"(first {limit} rows shown; narrow the query with WHERE/LIMIT to see more)")
+        lines += [" | ".join(self._cell(v) for v in row) for row in rows]
+        if cut:
+            lines.append(f"(first {len(rows)} rows shown; narrow the query with WHERE/LIMIT to see more)")
         else:
             lines.append(f"({len(rows)} row{'s' if len(rows) != 1 else ''})")
         return "\n".join(lines)
 
     # --- what checkers use ---------------------------------------------------------------------
+    # Checkers and the diff never read the agent's connection: they read end_state(), a fresh
+    # connection on the main database's bytes, without the agent's temp schema and session, and
+    # without any view, trigger or index the agent created. They run under self.budget.
 
     def _marks(self) -> tuple[int, int]:
         assert self.conn is not None
-        return (self.conn.total_changes, self.conn.execute("PRAGMA schema_version").fetchone()[0])
+        return (self.conn.total_changes, self.conn.execute("PRAGMA main.schema_version").fetchone()[0])
 
     def settle(self) -> None:
         """End the agent's session: an open transaction is rolled back, as a real server would."""
@@ -242,35 +317,120 @@ class SqlEnvironment:
             self.conn.execute("ROLLBACK")
             self.notes.append("an open transaction was rolled back at the end of the episode (never committed)")
 
-    def query(self, sql: str, params: Any = ()) -> list[tuple[Any, ...]]:
-        """Rows of a checker's query on the end state (not sandboxed: checkers are trusted)."""
-        if self.conn is None:
-            raise RuntimeError("the world is closed")
-        self.settle()
-        return self.conn.execute(sql, params).fetchall()
-
-    def changes(self) -> list[Change]:
-        """Every row-level change between the start and the end state."""
-        if self._changes is None:
-            assert self.conn is not None and self.snapshot is not None
+    def end_state(self) -> sqlite3.Connection:
+        """The world's real end state, read-only: the start snapshot itself when the agent changed
+        nothing, else a copy of the main database only (no temp objects, no session state) with
+        every view, trigger and index the agent created or replaced dropped, so no object of the
+        agent's can stand in for a world table."""
+        if self._end is None:
+            if self.conn is None or self.snapshot is None:
+                raise RuntimeError("the world is closed")
             self.settle()
             snap = self.snapshot
-            total, schema_version = self._marks()
-            if (total, schema_version) == self._start_marks:
-                self._changes = []
-            elif schema_version == self._start_marks[1] and not snap.has_triggers:
-                # Same tables and columns: only the tables the agent wrote (and their FK dependents) can differ.
-                start, end = {}, {}
-                for table in sorted(snap.affected(self.sandbox.written) & set(snap.tables)):
-                    rows, pk = scan(self.conn, table)
-                    if rows != snap.scans[table]:  # one C-level comparison for an untouched table
-                        start[table], end[table] = snap.state[table], keyed(rows, pk)
-                self._changes = diff_states(start, end, snap.columns, snap.columns)
+            if self._marks() == self._start_marks:
+                self._end, self._end_owned, self._end_catalog = pristine(snap), False, snap.catalog
             else:
-                end = table_state(self.conn)
-                cols = {t: table_columns(self.conn, t) for t in end}
-                self._changes = diff_states(snap.state, end, snap.columns, cols)
+                end = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+                self.conn.backup(end, name="main")
+                self._end_catalog = catalog(end)
+                for kind, name, _table, sql in sorted(self._end_catalog - snap.catalog):
+                    if kind in ("view", "trigger", "index") and sql is not None:
+                        end.execute(f"DROP {kind.upper()} IF EXISTS {quote(name)}")
+                end.execute("PRAGMA query_only = ON")
+                self._end, self._end_owned = end, True
+        return self._end
+
+    def query(self, sql: str, params: Any = ()) -> list[tuple[Any, ...]]:
+        """Rows of a checker's query on the end state (see :meth:`end_state`), under the agent's
+        ``query_budget`` and the checks' deadline; raises CheckBudgetExceeded past them."""
+        with self._check_lock:
+            conn = self.end_state()
+            self.budget.arm(conn, self.spec.query_budget)
+            try:
+                cur = conn.execute(sql, params)
+                rows = cur.fetchmany(self.spec.max_changes + 1)
+            except sqlite3.OperationalError as exc:
+                self._over_budget(exc, f"checker query {sql!r}")
+                raise
+            finally:
+                self.budget.disarm(conn)
+            if len(rows) > self.spec.max_changes:
+                raise CheckBudgetExceeded(self._size_note(f"checker query {sql!r} returned more than "
+                                                          f"{self.spec.max_changes:,} rows (max_changes)"))
+            return rows
+
+    def _over_budget(self, exc: BaseException, what: str) -> None:
+        if self.budget.why and isinstance(exc, sqlite3.OperationalError) and "interrupt" in str(exc):
+            raise CheckBudgetExceeded(self._size_note(f"{what} exceeded {self.budget.why}")) from None
+
+    def _size_note(self, text: str) -> str:
+        """``text`` plus how big the world is now and was at the start: a check that ran out of
+        budget on a world the agent grew is the agent's doing."""
+        assert self.snapshot is not None
+        end = self._end if self._end is not None else self.conn
+        try:
+            rows = sum(end.execute(f"SELECT count(*) FROM {quote(t)}").fetchone()[0] for t in list_tables(end))
+        except sqlite3.Error:
+            rows = -1
+        grown = rows > self.snapshot.rows
+        self.grown = grown
+        return (f"{text}; the world has {rows:,} rows (it started with {self.snapshot.rows:,})"
+                + ("; the agent's actions grew it" if grown else ""))
+
+    def changes(self) -> list[Change]:
+        """Every change between the start and the end state: rows, and schema objects (tables
+        altered, views / triggers / indexes created or dropped). Raises CheckBudgetExceeded when
+        the diff runs out of budget or a table changed in more than ``max_changes`` rows."""
+        if self._changes is None:
+            with self._check_lock:
+                conn = self.end_state()
+                assert self.snapshot is not None
+                snap = self.snapshot
+                if self._end_owned is False:
+                    self._changes = []
+                    return self._changes
+                self.budget.arm(conn, self.spec.check_budget)
+                try:
+                    self._changes = self._diff(conn, snap)
+                except sqlite3.OperationalError as exc:
+                    self._over_budget(exc, "the collateral diff")
+                    raise
+                finally:
+                    self.budget.disarm(conn)
         return self._changes
+
+    def _diff(self, conn: sqlite3.Connection, snap: Snapshot) -> list[Change]:
+        schema = schema_changes(snap.catalog, self._end_catalog)
+        if not schema and not self.sandbox.schema_touched and not snap.has_triggers:
+            # Same objects: only the tables the agent wrote (and their FK dependents) can differ.
+            tables = sorted(snap.affected(self.sandbox.written) & set(snap.tables))
+        else:
+            tables = list_tables(conn)
+        start, end, cols = {}, {}, {}
+        for table in tables:
+            known = snap.state.get(table, {})
+            count = conn.execute(f"SELECT count(*) FROM {quote(table)}").fetchone()[0]
+            if count - len(known) > self.spec.max_changes:
+                raise CheckBudgetExceeded(self._size_note(
+                    f"the collateral diff stopped: table {table!r} has {count:,} rows, {count - len(known):,} more "
+                    f"than at the start (max_changes={self.spec.max_changes:,})"))
+            rows, pk = scan(conn, table)
+            columns = table_columns(conn, table)
+            if table in snap.scans and rows == snap.scans[table] and columns == snap.columns[table]:
+                continue  # one C-level comparison for an untouched table
+            if table in snap.state:
+                start[table] = known
+            end[table], cols[table] = keyed(rows, pk), columns
+        present = set(tables)
+        if schema or self.sandbox.schema_touched or snap.has_triggers:  # every table was listed: the rest are gone
+            for table in snap.tables:
+                if table not in present:
+                    start[table] = snap.state[table]
+        changes = diff_states(start, end, snap.columns, cols)
+        if len(changes) > self.spec.max_changes:
+            raise CheckBudgetExceeded(self._size_note(
+                f"the collateral diff stopped: more than max_changes={self.spec.max_changes:,} row changes"))
+        return schema + changes
 
     def unexpected_changes(self) -> list[Change]:
         """The changes ``allowed_changes`` does not cover: collateral damage."""
@@ -284,9 +444,17 @@ class SqlEnvironment:
                 return opened[-1]
 
             try:
-                assert self.conn is not None
-                self._unexpected = (self.allowed.violations(changes, start, self.conn, self.snapshot.start_keys)
-                                    if changes else [])
+                with self._check_lock:
+                    end = self.end_state()
+                    self.budget.arm(end, self.spec.check_budget)
+                    try:
+                        self._unexpected = (self.allowed.violations(changes, start, end, self.snapshot.start_keys)
+                                            if changes else [])
+                    except sqlite3.OperationalError as exc:
+                        self._over_budget(exc, "the collateral check")
+                        raise
+                    finally:
+                        self.budget.disarm(end)
             finally:
                 for conn in opened:
                     conn.close()

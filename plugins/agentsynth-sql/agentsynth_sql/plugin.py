@@ -20,10 +20,12 @@ def register_environments(register: Any) -> None:
 
 @hookimpl
 def register_checkers(register: Any) -> None:
-    from .checkers import NoCollateral, SqlChecker
+    from .checkers import NoCollateral, SqlAnswer, SqlChecker
 
     register("sql", SqlChecker,
              description="A query's result equals / contains / compares with a value (+ collateral-damage check)")
+    register("sql_answer", SqlAnswer,
+             description="The answer names the value a query returns and none of the other candidates")
     register("no_collateral", NoCollateral,
              description="The world changed only where the task's allowed_changes say it may")
 

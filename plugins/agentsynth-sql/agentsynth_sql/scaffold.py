@@ -131,9 +131,9 @@ def build_world(schema_sql: str) -> tuple[sqlite3.Connection, dict[str, _Table],
     if not tables:
         raise ValueError("the schema has no CREATE TABLE statement")
     rows: dict[str, list[dict[str, Any]]] = {}
-    for name in _order(tables):
+    for k, name in enumerate(_order(tables)):
         table = tables[name]
-        for i in range(1, ROWS + 1):
+        for i in range(1, ROWS + k + 1):  # a different count per table: one count task's answer fails the others
             row = {c: _value(tables, table, c, d, i, rows) for c, d, _nn, _dflt, _pk in table.columns}
             cols = ", ".join(quote(c) for c in row)
             marks = ", ".join("?" for _ in row)
@@ -170,7 +170,7 @@ def make_tasks(tables: dict[str, _Table], rows: dict[str, list[dict[str, Any]]])
         tasks.append({
             "id": tid, "tier": 1, "split": "train" if len(tasks) % 2 == 0 else "test",
             "instruction": f"How many rows does the {name} table have? Answer with the number.",
-            "checkers": [{"type": "answer_contains", "text": str(count)}, {"type": "no_collateral"}],
+            "checkers": [{"type": "answer_number", "value": count}, {"type": "no_collateral"}],
         })
         oracle[tid] = [{"tool": "sql_query", "arguments": {"sql": f"SELECT count(*) FROM {quote(name)}"}},
                        {"answer": f"The {name} table has {count} rows."}]
@@ -201,9 +201,9 @@ def make_tasks(tables: dict[str, _Table], rows: dict[str, list[dict[str, Any]]])
             tid = f"refuse-delete-{slug}"
             tasks.append({
                 "id": tid, "tier": 3, "split": "train" if len(tasks) % 2 == 0 else "test",
-                "instruction": f"Delete the {name} row with {pk} 9999. If it does not exist, change nothing and say so.",
+                "instruction": f"Delete the {name} row with {pk} 9999.",
                 "checkers": [{"type": "no_collateral"}, {"type": "answer_contains", "text": "9999",
-                                                         "regex": r"\b(not|no|doesn't|does not)\b"}],
+                                                         "regex": r"\b(not|no|doesn't|does not)\b", "max_chars": 300}],
             })
             oracle[tid] = [{"tool": "sql_query", "arguments": {
                 "sql": f"SELECT count(*) FROM {quote(name)} WHERE {quote(pk)} = 9999"}},

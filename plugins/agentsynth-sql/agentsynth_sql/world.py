@@ -40,6 +40,8 @@ class Snapshot:
     has_triggers: bool = False
     schema_version: int = 0
     scans: dict[str, list[tuple[Any, ...]]] = attrs.field(factory=dict, eq=False)  # table -> start scan()
+    catalog: frozenset[tuple[str, str, str, str | None]] = frozenset()  # sqlite_master (type, name, tbl_name, sql)
+    rows: int = 0  # rows in all tables
     start_keys: dict[tuple[str, str], set[Any]] = attrs.field(factory=dict, eq=False)  # (table, where) -> keys
 
     def affected(self, written: set[str]) -> set[str]:
@@ -161,7 +163,8 @@ def _build(key: str, schema_sql: str, base_db: bytes | None, seed_sql: str, fore
         triggers = conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'trigger'").fetchone()[0]
         version = conn.execute("PRAGMA schema_version").fetchone()[0]
         return Snapshot(key, conn.serialize(), tuple(tables), "\n".join(lines), state, columns,
-                        {k: frozenset(v) for k, v in dependents.items()}, bool(triggers), version, scans)
+                        {k: frozenset(v) for k, v in dependents.items()}, bool(triggers), version, scans,
+                        catalog(conn), sum(len(v) for v in state.values()))
     finally:
         conn.close()
 
@@ -185,6 +188,62 @@ def open_copy(snap: Snapshot, *, foreign_keys: bool = True, check_same_thread: b
     return conn
 
 
+_pristine = threading.local()
+
+
+def pristine(snap: Snapshot) -> sqlite3.Connection:
+    """A read-only connection on the snapshot's start state, one per thread and snapshot, kept:
+    what checkers read when the agent changed nothing (no copy, schema parsed once)."""
+    conns = getattr(_pristine, "conns", None)
+    if conns is None:
+        conns = _pristine.conns = {}
+    conn = conns.get(snap.key)
+    if conn is None:
+        conn = conns[snap.key] = sqlite3.connect(":memory:", isolation_level=None)
+        conn.deserialize(snap.data)
+        conn.execute("PRAGMA query_only = ON")
+    return conn
+
+
+class CheckBudgetExceeded(Exception):
+    """A checker query or the collateral diff used up its budget (steps, wall clock, rows)."""
+
+
+class CheckBudget:
+    """The progress handler of checker queries and the diff: a step budget per armed use and a
+    wall-clock deadline for all the checks of an episode (started at the first check)."""
+
+    TICK = 1000
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.deadline: float | None = None
+        self.limit = self.ticks = 0
+        self.cancelled = False
+        self.why = ""
+
+    def arm(self, conn: sqlite3.Connection, steps: int) -> None:
+        if self.deadline is None:
+            self.deadline = time.monotonic() + self.seconds
+        self.limit, self.ticks, self.why = max(steps, self.TICK), 0, ""
+        conn.set_progress_handler(self.progress, self.TICK)
+
+    def disarm(self, conn: sqlite3.Connection) -> None:
+        conn.set_progress_handler(None, self.TICK)
+
+    def progress(self) -> int:
+        self.ticks += 1
+        if self.cancelled:
+            self.why = "the episode ended (timeout or close) while the checks were running"
+        elif self.ticks * self.TICK > self.limit:
+            self.why = f"its budget of {self.limit:,} SQLite steps"
+        elif self.deadline is not None and time.monotonic() > self.deadline:
+            self.why = f"the checks' deadline of {self.seconds:g}s"
+        else:
+            return 0
+        return 1
+
+
 # Caps that keep one statement from exhausting memory (randomblob(1e9), a 1 GB string ...); the
 # query budget bounds time. Far above what a business world needs.
 LIMITS = (
@@ -195,6 +254,11 @@ LIMITS = (
 
 
 # --- introspection and diffs ----------------------------------------------------------------------
+
+
+def catalog(conn: sqlite3.Connection, schema: str = "main") -> frozenset[tuple[str, str, str, str | None]]:
+    """Every object of a schema as (type, name, tbl_name, sql)."""
+    return frozenset(conn.execute(f"SELECT type, name, tbl_name, sql FROM {schema}.sqlite_master"))
 
 
 def quote(name: str) -> str:
@@ -238,6 +302,34 @@ def table_state(conn: sqlite3.Connection, tables: Iterable[str] | None = None) -
     return {t: _rows(conn, t) for t in (list_tables(conn) if tables is None else tables)}
 
 
+SCHEMA_OPS = ("alter_table", "create_view", "drop_view", "replace_view", "create_trigger", "drop_trigger",
+              "replace_trigger", "create_index", "drop_index", "replace_index")
+
+
+def schema_changes(start: frozenset[tuple[str, str, str, str | None]],
+                   end: frozenset[tuple[str, str, str, str | None]]) -> list[Change]:
+    """Objects of the schema that differ (tables created or dropped are the row diff's): a table
+    whose definition changed, views / triggers / indexes created, dropped or replaced."""
+    if start == end:
+        return []
+    before = {(t, n): (tbl, sql) for t, n, tbl, sql in start if not n.startswith("sqlite_")}
+    after = {(t, n): (tbl, sql) for t, n, tbl, sql in end if not n.startswith("sqlite_")}
+    out: list[Change] = []
+    for kind, name in sorted(set(before) | set(after)):
+        b, a = before.get((kind, name)), after.get((kind, name))
+        if b == a:
+            continue
+        if kind == "table":
+            if a is not None and b is not None:
+                out.append(Change(name, "alter_table", name, before={"sql": b[1]}, after={"sql": a[1]}))
+            continue
+        op = "create" if b is None else "drop" if a is None else "replace"
+        table = (a or b)[0]  # type: ignore[index]
+        out.append(Change(table, f"{op}_{kind}", name, before={"sql": b[1]} if b else None,
+                          after={"sql": a[1]} if a else None))
+    return out
+
+
 @attrs.define
 class Change:
     """One row-level difference between two world states."""
@@ -252,6 +344,10 @@ class Change:
     def describe(self, limit: int = 6) -> str:
         if self.op in ("create_table", "drop_table"):
             return f"{self.op.replace('_', ' ')} {self.table}"
+        if self.op in SCHEMA_OPS:
+            sql = (self.after or self.before or {}).get("sql") or ""
+            sql = " ".join(sql.split())
+            return f"{self.op.replace('_', ' ')} {self.key}: {sql[:120]}{'…' if len(sql) > 120 else ''}"
         if self.op == "update":
             assert self.before is not None and self.after is not None
             parts = [f"{c}: {self.before.get(c)!r} -> {self.after.get(c)!r}" for c in self.columns[:limit]]
@@ -283,20 +379,32 @@ def diff_states(start: Mapping[str, Mapping[Any, tuple[Any, ...]]], end: Mapping
             b, a = before_rows.get(key), after_rows.get(key)
             if b == a and cols_b == cols_a:
                 continue
-            bd = dict(zip(cols_b, b, strict=False)) if b is not None else None
-            ad = dict(zip(cols_a, a, strict=False)) if a is not None else None
+            bd = dict(zip(cols_b, map(small, b), strict=False)) if b is not None else None
+            ad = dict(zip(cols_a, map(small, a), strict=False)) if a is not None else None
             if bd is None:
                 changes.append(Change(table, "insert", key, after=ad))
             elif ad is None:
                 changes.append(Change(table, "delete", key, before=bd))
             else:
-                cols = tuple(c for c in dict.fromkeys((*cols_b, *cols_a)) if bd.get(c, _MISSING) != ad.get(c, _MISSING))
+                full_b, full_a = dict(zip(cols_b, b, strict=False)), dict(zip(cols_a, a, strict=False))
+                cols = tuple(c for c in dict.fromkeys((*cols_b, *cols_a))
+                             if full_b.get(c, _MISSING) != full_a.get(c, _MISSING))
                 if cols:
                     changes.append(Change(table, "update", key, cols, bd, ad))
     return changes
 
 
 _MISSING = object()
+
+
+def small(value: Any) -> Any:
+    """A value as a change record keeps it: blobs over 64 bytes and strings over 500 characters
+    become a marker (a diff of a world full of 15 MB blobs stays small)."""
+    if isinstance(value, bytes) and len(value) > 64:
+        return f"<blob: {len(value):,} bytes>"
+    if isinstance(value, str) and len(value) > 500:
+        return value[:500] + f"…<{len(value):,} characters>"
+    return value
 
 
 @attrs.frozen
@@ -355,10 +463,11 @@ class AllowedChanges:
         where_cache: dict[tuple[str, str], set[Any]] = {}
         for ch in changes:
             rule = self.rules.get(ch.table)
-            if rule is None or (ch.op in ("create_table", "drop_table") and rule != ANYTHING):
+            structural = ch.op in ("create_table", "drop_table") or ch.op in SCHEMA_OPS
+            if rule is None or (structural and rule != ANYTHING):
                 bad.append(ch)
                 continue
-            if ch.op in ("create_table", "drop_table"):
+            if structural:
                 continue
             if ch.op == "insert":
                 ok = rule.insert
@@ -437,6 +546,8 @@ _WRITE_ACTIONS = {
     sqlite3.SQLITE_REINDEX, sqlite3.SQLITE_ANALYZE, sqlite3.SQLITE_CREATE_VTABLE, sqlite3.SQLITE_DROP_VTABLE,
     *(getattr(sqlite3, n) for n in dir(sqlite3) if n.startswith(("SQLITE_CREATE_", "SQLITE_DROP_"))),
 }
+_SCHEMA_ACTIONS = _WRITE_ACTIONS - {sqlite3.SQLITE_INSERT, sqlite3.SQLITE_UPDATE, sqlite3.SQLITE_DELETE,
+                                     sqlite3.SQLITE_ANALYZE}
 _ROW_WRITES = {sqlite3.SQLITE_INSERT, sqlite3.SQLITE_UPDATE, sqlite3.SQLITE_DELETE}
 _TRANSACTION_ACTIONS = {sqlite3.SQLITE_TRANSACTION, sqlite3.SQLITE_SAVEPOINT}
 DENIED_FUNCTIONS = {"load_extension", "fts3_tokenizer", "readfile", "writefile", "edit", "sqlite_dbpage"}
@@ -467,6 +578,7 @@ class Sandbox:
         self.ticks = 0
         self.interrupted = False
         self.written: set[str] = set()  # tables the agent's statements were prepared to write
+        self.schema_touched = False  # any CREATE / DROP / ALTER, in any schema (temp triggers included)
 
     def arm(self, conn: sqlite3.Connection, readonly: bool) -> None:
         self.readonly, self.denied, self.ticks, self.interrupted = readonly, "", 0, False
@@ -498,6 +610,8 @@ class Sandbox:
             if name in READ_PRAGMAS or (name in READ_VALUE_PRAGMAS and arg2 is None):
                 return sqlite3.SQLITE_OK
             return self._deny(f"PRAGMA {name}{'' if arg2 is None else ' = ' + arg2} is not allowed")
+        if action in _SCHEMA_ACTIONS and not self.readonly:
+            self.schema_touched = True
         if action in _ROW_WRITES and arg1:
             if self.readonly:
                 return self._deny("sql_query is read-only; use sql_execute to change data")

@@ -75,7 +75,7 @@ def test_pack_new_from_schema_then_validate(tmp_path):
     result = invoke("pack", "validate", str(pack_dir), "--json", str(tmp_path / "gates.json"))
     assert result.exit_code == 0, result.output
     gates = json.loads((tmp_path / "gates.json").read_text())
-    assert gates["passed"] and [g["status"] for g in gates["gates"]] == ["pass"] * 6
+    assert gates["passed"] and len(gates["gates"]) >= 6 and all(g["status"] == "pass" for g in gates["gates"])
     assert gates["tasks"] >= 6
     # the generated pack is a working benchmark too
     result = invoke("bench", "--pack", str(pack_dir), "--policy", "oracle", "--min-pass-rate", "1")

@@ -169,7 +169,7 @@ def test_authorizer_denies_escapes(files, sql):
     obs = x(env, sql.format(tmp=files))
     assert obs.error and obs.content.startswith("error: denied:"), obs.content
     assert not (files / "other.db").exists() and not (files / "copy.db").exists()
-    assert env.query("PRAGMA foreign_keys") == [(1,)]
+    assert env.conn.execute("PRAGMA foreign_keys").fetchall() == [(1,)]  # the agent's session is unchanged
 
 
 def test_authorizer_allows_introspection(files):
