@@ -13,8 +13,14 @@ Writes ``$AGENTSYNTH_BENCH_OUT/browser.json`` (default ``benchmarks/results/brow
 3. The whole pack through the engine (``execute``) with the oracle (concurrency 4 by default): wall
    time, episodes/s, pass rate, and what is still open after ``run_finished``.
 4. Orphans: Chromium/driver processes left after the run closed its browsers (target: 0).
+5. Hostile agents (``hostile``): the exploits that push sizes (2 MB arguments, step and
+   screenshot floods, 1 MB form fields, review/add-to-cart floods, a 3 MB URL) each as one
+   episode: peak Python memory of the episode (tracemalloc, includes the agent's own huge
+   arguments kept in the trajectory), the largest observation and its data, and the verdict.
+   Bound stated in the plugin README: observations <= max_chars, data <= 4 KB.
 
 Usage: python benchmarks/bench_browser.py [--episodes N] [--engine-concurrency 1 4] [--quick]
+       python benchmarks/bench_browser.py --hostile-only   (section 5 only, merged into browser.json)
 """
 
 from __future__ import annotations
@@ -149,12 +155,63 @@ async def engine_run(concurrency: int) -> dict[str, object]:
     }
 
 
+HOSTILE = ("generic.huge_arguments", "generic.step_flood", "browser.huge_form", "browser.review_flood",
+           "browser.cart_flood", "browser.long_url", "browser.screenshot_flood", "browser.javascript_url")
+
+
+async def hostile() -> dict[str, object]:
+    import tracemalloc
+
+    from agentsynth_kernel.episode import EpisodeConfig, run_episode
+    from agentsynth_kernel.plugins import get_host
+    from agentsynth_kernel.testing.adversarial import exploits_for
+
+    launcher.shutdown()
+    host, pack = get_host(), load_pack(PACK)
+    chosen = [e for e in exploits_for(pack, host) if e.name in HOSTILE]
+    out: dict[str, object] = {}
+    tracemalloc.start()
+    for exploit in chosen:
+        task = next(t for t in pack.tasks if not exploit.tasks or t.id in exploit.tasks)
+        actions = exploit.actions
+        script = (lambda state, a=actions: a(state, pack)) if callable(actions) else list(actions)
+        config = EpisodeConfig(ComponentSpec("scripted", {"actions": script}), max_steps=30, timeout=60)
+        tracemalloc.reset_peak()
+        base = tracemalloc.get_traced_memory()[0]
+        t = time.perf_counter()
+        result = await run_episode(host, pack, task, 0, 0, config)
+        peak = tracemalloc.get_traced_memory()[1] - base
+        observations = [s.observation for s in result.trajectory.steps if s.observation is not None]
+        out[exploit.name] = {
+            "task": task.id, "status": result.status, "steps": len(result.trajectory.steps),
+            "wall_s": round(time.perf_counter() - t, 3), "peak_python_mb": round(peak / 2**20, 2),
+            "max_observation_chars": max((len(o.content) for o in observations), default=0),
+            "max_observation_data_bytes": max((len(json.dumps(o.data or {})) for o in observations), default=0),
+        }
+        del result, observations
+    tracemalloc.stop()
+    launcher.shutdown()
+    return out
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--episodes", type=int, default=6)
     parser.add_argument("--engine-concurrency", type=int, nargs="+", default=[4])
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--hostile-only", action="store_true")
     opts = parser.parse_args()
+    out_dir = Path(os.environ.get("AGENTSYNTH_BENCH_OUT", Path(__file__).parent / "results"))
+    if opts.hostile_only:
+        path = out_dir / "browser.json"
+        merged = json.loads(path.read_text()) if path.exists() else {"benchmark": "browser"}
+        merged["hostile_episodes"] = await hostile()
+        merged["hostile_load_avg_1m"] = os.getloadavg()[0]
+        out_dir.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(merged, indent=2) + "\n")
+        json.dump(merged["hostile_episodes"], sys.stdout, indent=2)
+        print()
+        return
     n = 4 if opts.quick else opts.episodes
     script = import_file(PACK / "oracle.py").ORACLE["checkout-express"]
     before = our_processes()
@@ -179,11 +236,11 @@ async def main() -> None:
         "reset_and_close_only": ratio("shared_browser_no_steps", "browser_per_episode_no_steps"),
     }
     result["engine_oracle_pack"] = {f"concurrency_{c}": await engine_run(c) for c in opts.engine_concurrency}
+    result["hostile_episodes"] = await hostile()
     launcher.shutdown()
     time.sleep(1.0)
     result["processes"] = {"before": before, "after_shutdown": our_processes()}
     result["machine"]["load_avg_1m_end"] = os.getloadavg()[0]  # type: ignore[index]
-    out_dir = Path(os.environ.get("AGENTSYNTH_BENCH_OUT", Path(__file__).parent / "results"))
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "browser.json").write_text(json.dumps(result, indent=2) + "\n")
     json.dump(result, sys.stdout, indent=2)
