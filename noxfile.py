@@ -72,5 +72,15 @@ def bench(session: nox.Session) -> None:
         session.run("python", script, env={**TEST_ENV, "AGENTSYNTH_BENCH_OUT": str(ROOT / "benchmarks" / "results")})
 
 
+
+@nox.session(name="real-llm")
+def real_llm(session: nox.Session) -> None:
+    """The real-model suite on the embedded model (agentsynth-local): bench core, judge score, synth
+    forward and export through the command line. Minutes of CPU; not part of ``-t tests``."""
+    plugins = ("agentsynth-local", "agentsynth-sql", "agentsynth-judge", "agentsynth-synth", "agentsynth-export")
+    session.install("-e", ".[test]", *[a for p in plugins for a in ("-e", f"plugins/{p}[test]")])
+    session.run("pytest", "plugins/agentsynth-local/tests", "-m", "real_llm", "-s", *_junit("real-llm"),
+                *session.posargs, env={**TEST_ENV, "AGENTSYNTH_REAL_LLM": "1"})
+
 if os.environ.get("CI"):
     nox.options.reuse_existing_virtualenvs = False

@@ -39,22 +39,25 @@ class EmbeddedServer:
         self.port = 0
         self.api_base = ""
         self.log: IO[bytes] | None = None
+        self.runtime = ""
 
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
 
     def start(self, timeout: float) -> None:
-        if importlib.util.find_spec("llama_cpp") is None:
-            raise AgentsynthError(
-                "model 'local' needs llama-cpp-python, which is not installed: pip install llama-cpp-python "
-                "(it compiles llama.cpp, several minutes the first time; pip caches the wheel)")
+        runtime = os.environ.get("AGENTSYNTH_LOCAL_RUNTIME", "").strip()
+        if not any(importlib.util.find_spec(m) for m in ([runtime] if runtime else ["llama_cpp", "mistralrs"])):
+            wanted = {"llama_cpp": "llama-cpp-python"}.get(runtime, runtime) or "llama-cpp-python"
+            raise AgentsynthError(f"model 'local' needs a runtime: pip install {wanted} (llama-cpp-python compiles "
+                                  "llama.cpp, several minutes the first time; mistralrs is a prebuilt wheel)")
         size = self.path.stat().st_size / 1e6
         _say(f"starting {self.name} ({size:.0f} MB, {self.ctx}-token context) on 127.0.0.1 ...")
         began = time.monotonic()
         self.log = tempfile.TemporaryFile()  # the server's stderr, shown if it fails
         threads = os.environ.get("AGENTSYNTH_LOCAL_THREADS")
         argv = [sys.executable, "-m", "agentsynth_local.server", "--model", str(self.path), "--name", self.name,
-                "--ctx", str(self.ctx), "--watch-stdin", *(["--threads", threads] if threads else [])]
+                "--ctx", str(self.ctx), "--watch-stdin", *(["--threads", threads] if threads else []),
+                *(["--runtime", runtime] if runtime else [])]
         # own session: a Ctrl-C in the terminal reaches agentsynth, which stops the server itself
         self.process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
                                         start_new_session=True)
@@ -65,8 +68,9 @@ class EmbeddedServer:
             raise AgentsynthError(f"the embedded model server for {self.name} failed to start: {self._log_tail()}")
         self.port = int(parts[1])
         self.ctx = int(parts[2]) if len(parts) > 2 else self.ctx
+        self.runtime = parts[3] if len(parts) > 3 else "?"
         self.api_base = f"http://127.0.0.1:{self.port}/v1"
-        _say(f"{self.name} ready in {time.monotonic() - began:.1f} s at {self.api_base}")
+        _say(f"{self.name} ready in {time.monotonic() - began:.1f} s at {self.api_base} ({self.runtime})")
 
     def _ready_line(self, timeout: float) -> str:
         assert self.process is not None and self.process.stdout is not None

@@ -50,7 +50,7 @@ def test_it_serves_the_packaged_model(server):
     with urllib.request.urlopen(base + "/models", timeout=30) as response:
         listed = json.loads(response.read())["data"][0]
     assert name == "SmolLM2-135M-Instruct.Q4_1" and listed["id"] == name and listed["context_length"] == 4096
-    answer = post(base, {"messages": [{"role": "user", "content": "What is the capital of France?"}],
+    answer = post(base, {"messages": [{"role": "user", "content": "What is the capital city of France? Answer in English."}],
                          "max_tokens": 24})
     text = answer["choices"][0]["message"]["content"]
     assert "Paris" in text, text  # a real language model, not an echo
