@@ -1,0 +1,360 @@
+"""The ``python`` environment: a fresh sandboxed Python process per episode over a seeded world dir.
+
+Tools: ``python_exec`` (code in one persistent interpreter, like a notebook: the value of a last
+expression is shown) and ``shell`` (``/bin/sh -c``, same sandbox; off with ``shell: false``). The
+observation is the real stdout and stderr (each capped), the traceback of an exception, and the
+files the call created, changed or deleted. A call that runs past ``wall_seconds``, or a process
+killed by a limit, ends with the whole sandbox killed and a fresh interpreter on the next call
+(variables are lost, files are kept). A world directory that grows past ``max_world_bytes`` or
+``max_files`` stops the world: every later call and every checker fails.
+
+Checkers read the end state through :meth:`PythonEnvironment.world_for_checks` (the agent's
+sandbox is killed first, so nothing changes the files while they are read) and
+:meth:`PythonEnvironment.run_check` (a FRESH sandbox over the world, read-only; never the agent's
+interpreter).
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import attrs
+
+from agentsynth_kernel import Observation, ToolCall, ToolSpec
+from agentsynth_kernel.spec import Bounds, InvalidValue
+
+from .files import describe_changes, scan, seed_world
+from .sandbox import (
+    ISOLATIONS,
+    Limits,
+    Process,
+    SandboxError,
+    chown_tree,
+    death_reason,
+    forget_world,
+    fresh_uid,
+    package_paths,
+    register_world,
+    resolve_isolation,
+)
+
+MB = 2**20
+
+
+def _isolation(instance: Any, attribute: Any, value: str) -> None:
+    if value not in ISOLATIONS:
+        raise InvalidValue(f"isolation: expected one of {', '.join(ISOLATIONS)}, got {value!r}")
+
+
+@attrs.frozen
+class PythonEnvSpec:
+    """Parameters of ``environment: {type: python, ...}``.
+
+    ``files``: a directory (relative to the pack) copied into each episode's world. ``packages``:
+    top-level modules of the HOST environment made importable in the sandbox (read-only).
+    ``isolation``: ``auto``/``bwrap`` need bubblewrap and fail with the reason when it does not
+    work; ``none`` runs the code as a plain subprocess with the same rlimits but no namespaces
+    (trusted code only). Limits hold for every process of the sandbox; ``wall_seconds`` per call.
+    """
+
+    files: str | None = None
+    packages: list[str] = attrs.field(factory=list)
+    isolation: str = attrs.field(default="auto", validator=_isolation)
+    shell: bool = True
+    intro: str = ""
+    cpu_seconds: Annotated[int, Bounds(low=1, high=3600)] = 30
+    wall_seconds: Annotated[float, Bounds(low=0.1, high=3600)] = 30.0
+    memory_bytes: Annotated[int, Bounds(low=64 * MB)] = 1024 * MB
+    max_processes: Annotated[int, Bounds(low=4, high=4096)] = 64
+    max_open_files: Annotated[int, Bounds(low=16, high=65536)] = 256
+    max_file_bytes: Annotated[int, Bounds(low=1024)] = 32 * MB
+    max_world_bytes: Annotated[int, Bounds(low=1024)] = 64 * MB
+    max_files: Annotated[int, Bounds(low=1, high=1_000_000)] = 2000
+    tmp_bytes: Annotated[int, Bounds(low=MB)] = 64 * MB
+    output_bytes: Annotated[int, Bounds(low=100, high=1_000_000)] = 16_000
+    check_seconds: Annotated[float, Bounds(low=0.1, high=3600)] = 30.0
+    max_check_bytes: Annotated[int, Bounds(low=1024)] = 8 * MB
+    start_seconds: Annotated[float, Bounds(low=1, high=600)] = 60.0
+
+    @property
+    def limits(self) -> Limits:
+        return Limits(cpu_seconds=self.cpu_seconds, wall_seconds=self.wall_seconds, memory_bytes=self.memory_bytes,
+                      max_processes=self.max_processes, max_open_files=self.max_open_files,
+                      max_file_bytes=self.max_file_bytes, tmp_bytes=self.tmp_bytes, output_bytes=self.output_bytes)
+
+    @property
+    def check_limits(self) -> Limits:
+        return attrs.evolve(self.limits, wall_seconds=self.check_seconds)
+
+
+_EXEC = {"type": "object", "properties": {"code": {"type": "string", "description": "Python source to run."}},
+         "required": ["code"]}
+_SHELL = {"type": "object", "properties": {"command": {"type": "string", "description": "A /bin/sh command line."}},
+          "required": ["command"]}
+
+
+class PythonEnvironment:
+    """One episode's sandboxed Python world (see the module docstring)."""
+
+    def __init__(self, spec: PythonEnvSpec | None = None, base_dir: Path | None = None, **params: Any) -> None:
+        self.spec = spec if spec is not None else PythonEnvSpec(**params)
+        self.base_dir = Path(base_dir) if base_dir is not None else Path.cwd()
+        self.isolation = resolve_isolation(self.spec.isolation)
+        try:
+            self.packages = package_paths(list(self.spec.packages))
+        except ValueError as exc:
+            raise InvalidValue(str(exc)) from None
+        self.source = (self.base_dir / self.spec.files) if self.spec.files else None
+        if self.source is not None and not self.source.is_dir():
+            raise InvalidValue(f"files: {self.source} is not a directory")
+        self.world: Path | None = None
+        self._root: Path | None = None
+        self.proc: Process | None = None
+        self.seed = 0
+        self.uid: int | None = None
+        self.violation = ""
+        self.notes: list[str] = []
+        self.frozen = False
+        self._files: dict[str, tuple[int, int]] = {}
+        self.restarts = 0
+
+    # --- Environment protocol (sync: the engine runs it on the episode's worker thread) ---------
+
+    def reset(self, seed: int) -> Observation:
+        self.close()
+        self.seed, self.violation, self.notes, self.frozen, self.restarts = seed, "", [], False, 0
+        self._root = Path(tempfile.mkdtemp(prefix="agentsynth-python-"))
+        self.world = self._root / "world"
+        self.world.mkdir()
+        register_world(self._root)
+        if self.source is not None:
+            seed_world(self.source, self.world)
+        self.uid = fresh_uid() if self.isolation == "bwrap" else None
+        chown_tree(self.world, self.uid)
+        self._start()
+        self._files, _, _ = scan(self.world, self.spec.max_files)
+        listing = "\n".join(f"  {p} ({s:,} bytes)" for p, (s, _) in sorted(self._files.items())) or "  (empty)"
+        where = "/world" if self.isolation == "bwrap" else "the world directory"
+        text = (f"A Python {'.'.join(map(str, __import__('sys').version_info[:2]))} sandbox, working directory "
+                f"{where} (no network). Files:\n{listing}")
+        if self.spec.intro:
+            text = f"{self.spec.intro}\n\n{text}"
+        return Observation(text, data={"files": sorted(self._files)})
+
+    def tools(self) -> list[ToolSpec]:
+        tools = [ToolSpec("python_exec", "Run Python code in a persistent interpreter whose working directory is the "
+                          "world. Shows stdout, stderr, the value of a last expression, errors and changed files.",
+                          _EXEC)]
+        if self.spec.shell:
+            tools.append(ToolSpec("shell", "Run a shell command (/bin/sh -c) in the same sandbox.", _SHELL))
+        return tools
+
+    def step(self, call: ToolCall) -> Observation:
+        if self.world is None:
+            return Observation("error: the world is not running (reset first)", error=True)
+        if call.name == "python_exec":
+            key, op = "code", "exec"
+        elif call.name == "shell" and self.spec.shell:
+            key, op = "command", "shell"
+        else:
+            return Observation(f"error: unknown tool {call.name!r}", error=True)
+        value = call.arguments.get(key)
+        if not isinstance(value, str) or not value.strip():
+            return Observation(f"error: {key!r} must be a non-empty string", error=True)
+        if len(value) > 1_000_000:
+            return Observation(f"error: {key!r} is {len(value):,} characters; at most 1,000,000", error=True)
+        if self.violation:
+            return Observation(f"error: the world was stopped: {self.violation}", error=True)
+        if self.frozen:
+            return Observation("error: the episode is over (the world is frozen for the checkers)", error=True)
+        return self._call({"op": op, key: value})
+
+    def close(self) -> None:
+        self._stop()
+        if self._root is not None:
+            shutil.rmtree(self._root, ignore_errors=True)
+            forget_world(self._root)
+        self._root = self.world = None
+
+    # --- the agent's process --------------------------------------------------------------------
+
+    def _start(self) -> None:
+        assert self.world is not None
+        self.proc = Process(world=self.world, isolation=self.isolation, limits=self.spec.limits, mode="serve",
+                            seed=self.seed, packages=self.packages, writable=True, uid=self.uid)
+        line, why = self.proc.read_line(time.monotonic() + self.spec.start_seconds, 4096)
+        if line is None or not line.startswith(b'{"ready"'):
+            detail = self.proc.stderr_text()
+            self.proc.kill()
+            self.proc = None
+            raise SandboxError(f"agentsynth-python: the sandbox did not start ({why or 'no handshake'}): "
+                               f"{detail or 'no error output'}")
+
+    def _stop(self) -> None:
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc = None
+
+    def _watchdog(self) -> str | None:
+        assert self.world is not None
+        files, total, over = scan(self.world, self.spec.max_files)
+        if over:
+            return f"the world holds more than {self.spec.max_files:,} files (max_files)"
+        if total > self.spec.max_world_bytes:
+            return f"the world grew to {total:,} bytes, more than {self.spec.max_world_bytes:,} (max_world_bytes)"
+        return None
+
+    def _call(self, request: dict[str, Any]) -> Observation:
+        notes: list[str] = []
+        if self.proc is None or not self.proc.alive():
+            if self.proc is not None:
+                self._stop()
+            self._start()
+            self.restarts += 1
+            notes.append("(a fresh Python process was started: variables of earlier calls are gone)")
+        assert self.proc is not None
+        limits = self.spec.limits
+        try:
+            self.proc.send(request)
+            line, why = self.proc.read_line(time.monotonic() + limits.wall_seconds, 4 * limits.output_bytes + 200_000,
+                                            tick=self._watchdog)
+        except (BrokenPipeError, OSError):
+            line, why = None, "eof"
+        reply: dict[str, Any] | None = None
+        if line is not None:
+            try:
+                reply = json.loads(line)
+                if not isinstance(reply, dict):
+                    reply = None
+            except ValueError:
+                reply = None
+        if reply is None:
+            return self._lost(why or "garbled", notes)
+        return self._render(reply, notes)
+
+    def _lost(self, why: str, notes: list[str]) -> Observation:
+        """The call did not answer: kill the sandbox and say why."""
+        assert self.proc is not None
+        proc = self.proc
+        if why == "eof":
+            try:
+                proc.proc.wait(timeout=10)
+            except Exception:
+                pass
+        code = proc.proc.poll()
+        self._stop()
+        if why == "timeout":
+            text = (f"error: the call ran past its wall-time limit of {self.spec.wall_seconds:g} s; every process of "
+                    "the sandbox was killed")
+        elif why == "eof":
+            text = f"error: the Python process ended: {death_reason(code, self.spec.limits)}"
+        elif why == "oversized" or why == "garbled":
+            text = "error: the Python process wrote garbage to its control channel; it was killed"
+        else:  # the watchdog
+            self.violation = why
+            text = f"error: the world was stopped: {why}"
+        if not self.violation:
+            text += ". The next call starts a fresh interpreter (files in the world are kept)."
+        files = self._changed()
+        if files:
+            text += "\nFiles changed: " + ", ".join(files)
+        return Observation("\n".join([*notes, text]), error=True, data={"killed": why, "files": files})
+
+    def _changed(self) -> list[str]:
+        assert self.world is not None
+        files, total, over = scan(self.world, self.spec.max_files)
+        if (over or total > self.spec.max_world_bytes) and not self.violation:
+            self.violation = self._watchdog() or "the world is over its limits"
+        changes = describe_changes(self._files, files)
+        self._files = files
+        return changes
+
+    def _render(self, reply: dict[str, Any], notes: list[str]) -> Observation:
+        parts = list(notes)
+        for stream in ("stdout", "stderr"):
+            text, size = str(reply.get(stream) or ""), int(reply.get(f"{stream}_bytes") or 0)
+            if size:
+                cut = f"\n[... {size - len(text.encode()):,} more bytes not shown]" if size > len(text.encode()) else ""
+                parts.append(f"[{stream}]\n{text.rstrip(chr(10))}{cut}")
+        if reply.get("status"):
+            parts.append(f"[{reply['status']}]")
+        error = str(reply.get("error") or "")
+        if error:
+            parts.append(error.rstrip("\n"))
+        if reply.get("value") is not None:
+            parts.append(str(reply["value"]))
+        files = self._changed()
+        if files:
+            parts.append("Files changed: " + ", ".join(files))
+        if self.violation:
+            parts.append(f"error: the world was stopped: {self.violation}")
+            self._stop()
+        failed = bool(error) or bool(self.violation) or (reply.get("status") not in (None, "exit status 0"))
+        text = "\n".join(parts) or "(no output)"
+        return Observation(text, error=failed, data={"files": files, "status": reply.get("status")})
+
+    # --- what checkers use ----------------------------------------------------------------------
+
+    def world_for_checks(self) -> Path:
+        """The world directory with every process of the agent's sandbox dead (frozen)."""
+        if self.world is None:
+            raise RuntimeError("the python world is closed")
+        if not self.frozen:
+            self._stop()
+            self.frozen = True
+            self._changed()
+        return self.world
+
+    def run_check(self, mode: str, *, request: dict[str, Any] | None = None, argv: list[str] | None = None,
+                  check_files: list[tuple[str, str]] | None = None) -> tuple[bytes, str, int | None]:
+        """Run a checker's process in a FRESH sandbox over the frozen world (read-only):
+        (stdout bytes, why it stopped early or '', exit code)."""
+        world = self.world_for_checks()
+        limits = self.spec.check_limits
+        proc = Process(world=world, isolation=self.isolation, limits=limits, mode=mode, seed=self.seed,
+                       packages=self.packages, writable=False, check_files=check_files, uid=self.uid,
+                       extra={"argv": argv} if argv is not None else None)
+        try:
+            if request is not None:
+                proc.send(request)
+            proc.close_stdin()
+            data, why = proc.read_all(time.monotonic() + limits.wall_seconds, self.spec.max_check_bytes)
+            code = None
+            if not why:
+                try:
+                    code = proc.proc.wait(timeout=max(1.0, limits.wall_seconds))
+                except Exception:
+                    why = "timeout"
+            return data, why, code
+        finally:
+            proc.kill()
+
+    def evaluate(self, expr: str, *, setup: str = "", world_on_path: bool = False,
+                 check_files: list[tuple[str, str]] | None = None) -> Any:
+        """The JSON value of ``expr`` computed in a fresh sandbox; raises CheckError with why not."""
+        nonce = secrets.token_hex(16)
+        data, why, code = self.run_check("eval", request={"nonce": nonce, "expr": expr, "setup": setup,
+                                                          "world_on_path": world_on_path}, check_files=check_files)
+        if why:
+            raise CheckError(f"the checker process stopped: {why} (check_seconds={self.spec.check_seconds:g})")
+        lines = data.splitlines()
+        if len(lines) != 1 or not lines[0].startswith(nonce.encode() + b" "):
+            raise CheckError("the checker's result channel held something other than the checker's one result "
+                             f"({len(lines)} line(s)); exit {code}")
+        try:
+            result = json.loads(lines[0][len(nonce) + 1:])
+        except ValueError:
+            raise CheckError("the checker's result is not JSON") from None
+        if "error" in result:
+            raise CheckError(str(result["error"]))
+        return result["value"]
+
+
+class CheckError(RuntimeError):
+    """A checker's sandboxed computation failed (the check fails with this reason)."""

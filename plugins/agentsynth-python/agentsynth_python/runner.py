@@ -1,0 +1,250 @@
+"""The program that runs INSIDE the sandbox (stdlib only; bound read-only at /.agentsynth/runner.py).
+
+Started as ``python -I -S -B runner.py CONFIG_JSON``. It first sets the resource limits (hard =
+soft, so the agent cannot raise them), drops to the sandbox's own uid when it starts as root
+(bwrap's privileged mode), sets ``no_new_privs``, then runs one of three modes:
+
+- ``serve``: the agent's interpreter. One JSON request per line on fd 0, one JSON response per
+  line on fd 1 (both moved to private fds first). Code runs in one persistent namespace; fds 1
+  and 2 point at fresh unlinked capture files during a call, so the output of child processes is
+  captured too, and the capture cannot be reached by path.
+- ``eval``: a checker's expression, in a fresh process. The request (expression, nonce) comes on
+  fd 0; fds 1 and 2 go to /dev/null; the result is written once, as ``NONCE JSON``, on a private
+  fd, so a module the expression imports cannot print a result the host accepts without the nonce.
+- ``exec``: a checker's command (argv), exec'd after the limits and the uid drop.
+"""
+
+import ast
+import json
+import os
+import resource
+import signal
+import sys
+
+LIMITS = {
+    "cpu_seconds": resource.RLIMIT_CPU,
+    "memory_bytes": resource.RLIMIT_AS,
+    "max_processes": resource.RLIMIT_NPROC,
+    "max_open_files": resource.RLIMIT_NOFILE,
+    "max_file_bytes": resource.RLIMIT_FSIZE,
+}
+
+
+def confine(config):
+    for name, which in LIMITS.items():
+        value = config["limits"].get(name)
+        if value:
+            hard = value + 1 if which == resource.RLIMIT_CPU else value  # SIGXCPU first, then SIGKILL
+            resource.setrlimit(which, (value, hard))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    uid = config.get("uid")
+    if uid is not None and os.getuid() == 0:
+        os.setgroups([])
+        os.setgid(uid)
+        os.setuid(uid)
+        if os.getuid() == 0 or os.geteuid() == 0:
+            raise SystemExit("agentsynth-python runner: could not drop root")
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS
+    except Exception:
+        pass
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a file past max_file_bytes: EFBIG, not death
+    os.umask(0o022)
+
+
+def private_fd(fd):
+    """A copy of ``fd`` above the agent's usual range, and ``fd`` itself pointed at /dev/null."""
+    copy = os.dup(fd)
+    moved = fcntl_dupfd(copy, 100)
+    os.close(copy)
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, fd)
+    os.close(null)
+    return moved
+
+
+def fcntl_dupfd(fd, low):
+    import fcntl
+
+    return fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, low)
+
+
+def capture_file(name):
+    path = "/tmp/.agentsynth-" + name + "-" + str(os.getpid())
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+    os.unlink(path)
+    return fd
+
+
+def read_capture(fd, cap):
+    size = os.fstat(fd).st_size
+    os.lseek(fd, 0, os.SEEK_SET)
+    data = os.read(fd, cap) if cap else b""
+    return data.decode("utf-8", "replace"), size
+
+
+class Cells:
+    """The agent's persistent interpreter state."""
+
+    def __init__(self):
+        import builtins
+
+        self.ns = {"__name__": "__main__", "__builtins__": builtins}
+        self.count = 0
+
+    def run(self, code):
+        """(repr of the last expression or None, traceback text or '')."""
+        import linecache
+        import traceback
+
+        self.count += 1
+        name = "<cell %d>" % self.count
+        linecache.cache[name] = (len(code), None, code.splitlines(True), name)
+        try:
+            tree = ast.parse(code, name, "exec")
+            last = None
+            if tree.body and isinstance(tree.body[-1], ast.Expr):
+                last = ast.Expression(tree.body.pop().value)
+            exec(compile(tree, name, "exec"), self.ns)
+            if last is not None:
+                value = eval(compile(last, name, "eval"), self.ns)
+                if value is not None:
+                    text = repr(value)
+                    return (text if len(text) <= 20000 else text[:20000] + "..."), ""
+            return None, ""
+        except SystemExit as exc:
+            return None, "SystemExit: %r (the interpreter keeps running)\n" % (exc.code,)
+        except BaseException as exc:
+            tb = exc.__traceback__
+            while tb is not None and tb.tb_frame.f_code.co_filename == __file__:
+                tb = tb.tb_next
+            return None, "".join(traceback.format_exception(type(exc), exc, tb))
+
+
+def shell(command):
+    """Run ``command`` with /bin/sh; (exit status text)."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.execv("/bin/sh", ["/bin/sh", "-c", command])
+        finally:
+            os._exit(127)
+    _, status = os.waitpid(pid, 0)
+    if os.WIFSIGNALED(status):
+        return "killed by signal %d" % os.WTERMSIG(status)
+    return "exit status %d" % os.WEXITSTATUS(status)
+
+
+def serve(config):
+    requests = os.fdopen(private_fd(0), "rb", 0)
+    responses = private_fd(1)
+    os.dup2(1, 2)  # between calls both go to /dev/null
+    cap = int(config.get("output_bytes", 16000))
+    cells = Cells()
+    sys.path[:0] = [config.get("cwd", os.getcwd()), *config.get("paths", [])]
+
+    def send(message):
+        data = (json.dumps(message) + "\n").encode()
+        while data:
+            data = data[os.write(responses, data):]
+
+    send({"ready": True})
+    while True:
+        line = requests.readline()
+        if not line:
+            return
+        request = json.loads(line)
+        out, err = capture_file("out"), capture_file("err")
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(out, 1)
+        os.dup2(err, 2)
+        value, error, status = None, "", None
+        try:
+            if request["op"] == "shell":
+                status = shell(request["command"])
+            else:
+                value, error = cells.run(request["code"])
+        finally:
+            for stream in (sys.stdout, sys.stderr):
+                try:
+                    stream.flush()
+                except Exception:
+                    pass
+            null = os.open(os.devnull, os.O_RDWR)
+            os.dup2(null, 1)
+            os.dup2(null, 2)
+            os.close(null)
+        stdout, stdout_bytes = read_capture(out, cap)
+        stderr, stderr_bytes = read_capture(err, cap)
+        os.close(out)
+        os.close(err)
+        send({"stdout": stdout, "stdout_bytes": stdout_bytes, "stderr": stderr, "stderr_bytes": stderr_bytes,
+              "value": value, "error": error, "status": status})
+
+
+def evaluate(config):
+    """Evaluate a checker's expression; write ``NONCE JSON`` on the private fd once."""
+    requests = os.fdopen(private_fd(0), "rb", 0)
+    result_fd = private_fd(1)
+    os.dup2(1, 2)
+    request = json.loads(requests.readline())
+    nonce = request.pop("nonce")
+    dumps, write = json.dumps, os.write  # taken before any module of the world can be imported
+    import csv
+    import math
+    import pathlib
+
+    def read_json(path):
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+
+    def read_csv(path):
+        with open(path, newline="", encoding="utf-8") as f:
+            return list(csv.DictReader(f))
+
+    def read_text(path):
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+
+    ns = {"json": json, "csv": csv, "math": math, "os": os, "Path": pathlib.Path, "read_json": read_json,
+          "read_csv": read_csv, "read_text": read_text}
+    sys.path[:] = [p for p in sys.path if p and not p.startswith(config.get("cwd", "/world"))]
+    sys.path.extend(config.get("paths", []))
+    if request.get("world_on_path"):
+        sys.path.insert(0, config.get("cwd", os.getcwd()))
+    try:
+        if request.get("setup"):
+            exec(compile(request["setup"], "<checker setup>", "exec"), ns)
+        value = eval(compile(request["expr"], "<checker expression>", "eval"), ns)
+        message = {"value": value}
+        text = dumps(message)
+    except BaseException as exc:  # a failed expression is a failed check, with the reason
+        text = dumps({"error": "%s: %s" % (type(exc).__name__, str(exc)[:2000])})
+    write(result_fd, (nonce + " " + text + "\n").encode())
+    os._exit(0)  # no atexit hook of an imported module runs after the result
+
+
+def main():
+    config = json.loads(sys.argv[1])
+    confine(config)
+    mode = config["mode"]
+    if mode == "serve":
+        serve(config)
+    elif mode == "eval":
+        evaluate(config)
+    elif mode == "exec":
+        argv = config["argv"]
+        os.execvp(argv[0], argv)
+    else:
+        raise SystemExit("unknown mode %r" % (mode,))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,492 @@
+"""The sandbox: a bubblewrap (``bwrap``) container per process, or no isolation when asked for.
+
+What a sandbox sees (bwrap mode): ``/usr`` (and the ``/bin``, ``/lib`` ... links) and the Python
+install read-only, the packages the world lists read-only under ``/.agentsynth/site``, the world
+directory at ``/world`` (read-write for the agent, read-only for checkers), a private ``/tmp``
+tmpfs of bounded size, its own ``/proc`` and a minimal ``/dev``. Nothing else of the host: no
+``/etc``, ``/root``, ``/home``, ``/work`` or host ``/tmp``. It has its own network namespace (only
+a loopback of its own: no network), pid, IPC and UTS namespaces, and a new session.
+
+Limits: the runner sets RLIMIT_AS / CPU / NPROC / NOFILE / FSIZE (hard = soft) before any agent
+code runs. When agentsynth runs as root, bwrap runs privileged and the runner drops to a fresh
+uid of its own (so RLIMIT_NPROC applies and counts only this sandbox's processes); otherwise
+bwrap makes a user namespace and the limits apply to the invoking user inside it.
+
+Killing: SIGKILL to bwrap's process group; ``--die-with-parent`` takes the sandbox's pid 1 with
+it and the kernel kills every process of the pid namespace. :func:`reap` then checks ``/proc``
+for any process left in that namespace and kills it, so no daemon survives an episode.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import secrets
+import selectors
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+RUNNER = Path(__file__).with_name("runner.py")
+INSIDE_WORLD = "/world"
+INSIDE_RUNNER = "/.agentsynth/runner.py"
+INSIDE_SITE = "/.agentsynth/site"
+INSIDE_CHECK = "/check"
+MARKER = "agentsynth-python-sandbox"
+ISOLATIONS = ("auto", "bwrap", "none")
+
+
+class SandboxError(RuntimeError):
+    """The sandbox cannot be had (no bwrap, namespaces refused) or failed to start: an
+    infrastructure failure, never a silent downgrade."""
+
+    agentsynth_error_kind = "environment"
+
+
+@attrs.frozen
+class Limits:
+    """What bounds every process of a sandbox (the agent's and the checkers')."""
+
+    cpu_seconds: int = 30
+    wall_seconds: float = 30.0
+    memory_bytes: int = 1024 * 2**20
+    max_processes: int = 64
+    max_open_files: int = 256
+    max_file_bytes: int = 32 * 2**20
+    tmp_bytes: int = 64 * 2**20
+    output_bytes: int = 16_000
+
+    def runner(self) -> dict[str, int]:
+        return {"cpu_seconds": self.cpu_seconds, "memory_bytes": self.memory_bytes,
+                "max_processes": self.max_processes, "max_open_files": self.max_open_files,
+                "max_file_bytes": self.max_file_bytes}
+
+
+# --- probing ------------------------------------------------------------------------------------
+
+
+@functools.cache
+def probe() -> str:
+    """'' when bwrap sandboxes work here, else why not (checked once per process)."""
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        return ("bubblewrap is not installed (Debian: apt-get install bubblewrap); it gives each episode its own "
+                "network, pid and mount namespaces")
+    argv = [bwrap, *_namespace_flags(), "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "true"]
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"bwrap failed to run: {exc}"
+    if done.returncode != 0:
+        return (f"bwrap cannot create namespaces here ({done.stderr.strip()[:300] or done.returncode}); the kernel "
+                "may forbid unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone / "
+                "user.max_user_namespaces)")
+    return ""
+
+
+def privileged() -> bool:
+    return os.geteuid() == 0
+
+
+def _namespace_flags() -> list[str]:
+    flags = ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+             "--die-with-parent", "--new-session"]
+    if not privileged():
+        flags.insert(0, "--unshare-user")
+    return flags
+
+
+def resolve_isolation(isolation: str) -> str:
+    """'bwrap' or 'none'; raises SandboxError when bwrap is required and does not work."""
+    if isolation not in ISOLATIONS:
+        raise ValueError(f"isolation: expected one of {', '.join(ISOLATIONS)}, got {isolation!r}")
+    if isolation == "none":
+        return "none"
+    problem = probe()
+    if problem:
+        raise SandboxError(f"agentsynth-python: no sandbox: {problem}. Refusing to run agent code unisolated; "
+                           "set 'isolation: none' only for trusted code")
+    return "bwrap"
+
+
+# --- what a sandbox binds -----------------------------------------------------------------------
+
+
+def python_install() -> tuple[str, list[str]]:
+    """(the real interpreter, the install directories to bind): the base install, not a venv."""
+    exe = os.path.realpath(getattr(sys, "_base_executable", sys.executable) or sys.executable)
+    dirs = sorted({os.path.realpath(p) for p in (sys.base_prefix, sys.base_exec_prefix)})
+    return exe, dirs
+
+
+def package_paths(names: list[str]) -> list[tuple[str, str]]:
+    """(host path, name inside /.agentsynth/site) for each importable top-level package of the
+    host environment, plus its vendored ``NAME.libs`` directory; ValueError for a missing one."""
+    import importlib.util
+
+    found: list[tuple[str, str]] = []
+    for name in names:
+        if not name.isidentifier():
+            raise ValueError(f"packages: {name!r} is not a top-level module name")
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.origin in (None, "built-in", "frozen") and not spec.submodule_search_locations:
+            raise ValueError(f"packages: {name!r} is not installed in the host environment ({sys.executable})")
+        if spec.submodule_search_locations:
+            path = os.path.realpath(list(spec.submodule_search_locations)[0])
+        else:
+            path = os.path.realpath(str(spec.origin))
+        found.append((path, os.path.basename(path)))
+        libs = os.path.join(os.path.dirname(path), f"{name}.libs")
+        if os.path.isdir(libs):
+            found.append((os.path.realpath(libs), f"{name}.libs"))
+    return found
+
+
+def _dirs_for(path: str, done: set[str]) -> list[str]:
+    """``--dir`` for every parent of ``path`` not made yet, traversable (mode 0711) by the sandbox
+    uid: bwrap would make them like the host's (``/root`` is 0700)."""
+    flags: list[str] = []
+    parts = Path(path).parts[1:-1]
+    for i in range(len(parts)):
+        d = "/" + "/".join(parts[: i + 1])
+        if d in done or d in ("/usr",) or d.startswith("/usr/"):
+            continue
+        done.add(d)
+        flags += ["--perms", "0711", "--dir", d]
+    return flags
+
+
+def bwrap_argv(world: Path, *, writable: bool, limits: Limits, packages: list[tuple[str, str]],
+               check_files: list[tuple[str, str]] | None = None, status_fd: int | None = None) -> list[str]:
+    """The bwrap command line (without the command)."""
+    bwrap = shutil.which("bwrap") or "bwrap"
+    argv = [bwrap, *_namespace_flags(), "--ro-bind", "/usr", "/usr"]
+    for link in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
+        host = Path("/") / link
+        if host.is_symlink():
+            argv += ["--symlink", os.readlink(host), f"/{link}"]
+        elif host.is_dir():
+            argv += ["--ro-bind", str(host), f"/{link}"]
+    made: set[str] = set()
+    _, installs = python_install()
+    for d in installs:
+        if d != "/usr" and not d.startswith("/usr/"):
+            argv += _dirs_for(d, made)
+            argv += ["--ro-bind", d, d]
+    argv += ["--perms", "0755", "--dir", "/.agentsynth", "--ro-bind", str(RUNNER), INSIDE_RUNNER,
+             "--perms", "0755", "--dir", INSIDE_SITE]
+    for host_path, name in packages:
+        argv += ["--ro-bind", host_path, f"{INSIDE_SITE}/{name}"]
+    if check_files:
+        argv += ["--perms", "0755", "--dir", INSIDE_CHECK]
+        for host_path, name in check_files:
+            argv += ["--ro-bind", host_path, f"{INSIDE_CHECK}/{name}"]
+    argv += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(limits.tmp_bytes),
+             "--tmpfs", "/tmp", "--bind" if writable else "--ro-bind", str(world), INSIDE_WORLD,
+             "--chdir", INSIDE_WORLD, "--clearenv"]
+    if status_fd is not None:
+        argv += ["--json-status-fd", str(status_fd)]
+    return argv
+
+
+def sandbox_env(seed: int, home: str) -> dict[str, str]:
+    """The whole environment of a sandboxed process: nothing of the host's (no keys, no paths)."""
+    return {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": home, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
+            "PYTHONHASHSEED": str(seed % 4294967296), "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1",
+            "TMPDIR": "/tmp", "USER": "sandbox"}
+
+
+def fresh_uid() -> int | None:
+    """A uid no other process uses (root only: the sandbox drops to it), else None."""
+    return 1_000_000 + secrets.randbelow(1_000_000_000) if privileged() else None
+
+
+# --- process bookkeeping: what is alive, what must be dead ---------------------------------------
+
+_live: set[int] = set()  # pid namespaces of running sandboxes
+_closed: set[int] = set()  # pid namespaces of sandboxes that were killed
+_worlds: set[str] = set()  # world directories of open environments
+_lock = threading.Lock()
+
+
+def _pid_ns(pid: int) -> int | None:
+    try:
+        return os.stat(f"/proc/{pid}/ns/pid").st_ino
+    except OSError:
+        return None
+
+
+def processes_in(namespaces: set[int]) -> list[int]:
+    """Host pids of the processes whose pid namespace is one of ``namespaces``."""
+    found: list[int] = []
+    if not namespaces:
+        return found
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            ns = _pid_ns(int(entry.name))
+            if ns in namespaces:
+                found.append(int(entry.name))
+    return found
+
+
+def leaked_processes() -> list[int]:
+    """Processes still alive in a sandbox that was killed (there must be none)."""
+    with _lock:
+        dead = _closed - _live
+    return processes_in(dead)
+
+
+def reap(namespace: int | None) -> None:
+    """Kill whatever is left in ``namespace`` (normally nothing: the kernel did it)."""
+    if namespace is None:
+        return
+    for _ in range(50):
+        left = processes_in({namespace})
+        if not left:
+            return
+        for pid in left:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        time.sleep(0.02)
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        pass
+    try:
+        proc.kill()
+    except OSError:
+        pass
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+def death_reason(returncode: int | None, limits: Limits) -> str:
+    """Why a sandboxed process ended, from bwrap's exit status (128 + signal when killed)."""
+    if returncode is None:
+        return "it is still running"
+    sig = returncode - 128 if returncode > 128 else (-returncode if returncode < 0 else 0)
+    if sig == signal.SIGXCPU:
+        return f"killed: CPU time limit of {limits.cpu_seconds} s exceeded (cpu_seconds)"
+    if sig == signal.SIGKILL:
+        return "killed (SIGKILL: CPU hard limit, memory, or a kill from inside)"
+    if sig:
+        return f"killed by signal {signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else sig}"
+    return f"exited with status {returncode}"
+
+
+# --- one sandboxed process ----------------------------------------------------------------------
+
+
+class Process:
+    """One sandboxed runner process with pipes to it (see runner.py for its modes)."""
+
+    def __init__(self, *, world: Path, isolation: str, limits: Limits, mode: str, seed: int,
+                 packages: list[tuple[str, str]], writable: bool, check_files: list[tuple[str, str]] | None = None,
+                 extra: dict[str, Any] | None = None, uid: int | None = None) -> None:
+        self.limits, self.isolation = limits, isolation
+        self.namespace: int | None = None
+        self.uid = uid
+        exe, _ = python_install()
+        cwd = INSIDE_WORLD if isolation == "bwrap" else str(world)
+        site = INSIDE_SITE if isolation == "bwrap" else None
+        paths = [site] if site and packages else []
+        if isolation == "none":
+            paths = sorted({os.path.dirname(p) for p, _ in packages})
+        config = {"mode": mode, "limits": limits.runner(), "uid": uid, "cwd": cwd, "paths": paths,
+                  "output_bytes": limits.output_bytes, **(extra or {})}
+        runner = INSIDE_RUNNER if isolation == "bwrap" else str(RUNNER)
+        flags = ["-I", "-S", "-B"] + (["-X", "pycache_prefix=/tmp/.pycache"] if mode != "serve" else [])
+        command = [exe, *flags, runner, json.dumps(config), MARKER]
+        self._stderr = tempfile.TemporaryFile()
+        status_r = status_w = None
+        if isolation == "bwrap":
+            status_r, status_w = os.pipe()
+            argv = bwrap_argv(world, writable=writable, limits=limits, packages=packages, check_files=check_files,
+                              status_fd=status_w)
+            env_args: list[str] = []
+            for key, value in sandbox_env(seed, INSIDE_WORLD).items():
+                env_args += ["--setenv", key, value]
+            argv = [*argv, *env_args, *command]
+            env = None
+        else:
+            argv, env = command, sandbox_env(seed, str(world))
+        try:
+            self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
+                                         cwd=str(world), env=env if env is not None else {"PATH": os.defpath},
+                                         start_new_session=True, pass_fds=(status_w,) if status_w else ())
+        except OSError as exc:
+            raise SandboxError(f"agentsynth-python: cannot start the sandbox: {exc}") from exc
+        finally:
+            if status_w is not None:
+                os.close(status_w)
+        if status_r is not None:
+            self.namespace = self._read_namespace(status_r)
+            if self.namespace is not None:
+                with _lock:
+                    _live.add(self.namespace)
+        self._buffer = b""
+        self.killed = False
+
+    def _read_namespace(self, fd: int) -> int | None:
+        """bwrap's first status document names the sandbox's pid namespace."""
+        data = b""
+        with os.fdopen(fd, "rb", 0) as f:
+            sel = selectors.DefaultSelector()
+            sel.register(f, selectors.EVENT_READ)
+            deadline = time.monotonic() + 60
+            while b"}" not in data and time.monotonic() < deadline:
+                if not sel.select(timeout=1):
+                    if self.proc.poll() is not None:
+                        break
+                    continue
+                chunk = os.read(fd, 4096)
+                if not chunk:
+                    break
+                data += chunk
+            sel.close()
+        try:
+            return int(json.loads(data[: data.index(b"}") + 1])["pid-namespace"])
+        except (ValueError, KeyError, json.JSONDecodeError):
+            return None
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def alive(self) -> bool:
+        return not self.killed and self.proc.poll() is None
+
+    def send(self, message: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write((json.dumps(message) + "\n").encode())
+        self.proc.stdin.flush()
+
+    def close_stdin(self) -> None:
+        try:
+            if self.proc.stdin is not None:
+                self.proc.stdin.close()
+        except OSError:
+            pass
+
+    def read_line(self, deadline: float, max_bytes: int, tick: Callable[[], str | None] | None = None,
+                  poll: float = 0.25) -> tuple[bytes | None, str]:
+        """One line from the process before ``deadline``: (line, '') or (None, why not).
+        ``tick`` runs between waits (the world-size watchdog) and may return a reason to stop."""
+        assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        sel = selectors.DefaultSelector()
+        sel.register(fd, selectors.EVENT_READ)
+        try:
+            while b"\n" not in self._buffer:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return None, "timeout"
+                if sel.select(timeout=min(poll, left)):
+                    chunk = os.read(fd, 65536)
+                    if not chunk:
+                        return None, "eof"
+                    self._buffer += chunk
+                    if len(self._buffer) > max_bytes:
+                        return None, "oversized"
+                if tick is not None:
+                    why = tick()
+                    if why:
+                        return None, why
+        finally:
+            sel.close()
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        return line, ""
+
+    def read_all(self, deadline: float, max_bytes: int) -> tuple[bytes, str]:
+        """Everything the process writes on stdout until it exits (capped), or why it stopped."""
+        assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        sel = selectors.DefaultSelector()
+        sel.register(fd, selectors.EVENT_READ)
+        data = b""
+        try:
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return data, "timeout"
+                if sel.select(timeout=min(1.0, left)):
+                    chunk = os.read(fd, 65536)
+                    if not chunk:
+                        return data, ""
+                    if len(data) < max_bytes:
+                        data += chunk[: max_bytes - len(data)]
+        finally:
+            sel.close()
+
+    def stderr_text(self, limit: int = 2000) -> str:
+        self._stderr.seek(0)
+        return self._stderr.read(limit).decode("utf-8", "replace").strip()
+
+    def kill(self) -> None:
+        """Kill the whole sandbox: bwrap's group, then anything left in its pid namespace."""
+        self.killed = True
+        _kill_group(self.proc)
+        reap(self.namespace)
+        if self.isolation == "none":
+            _kill_uid_group(self.proc.pid)
+        for stream in (self.proc.stdin, self.proc.stdout):
+            try:
+                if stream is not None:
+                    stream.close()
+            except OSError:
+                pass
+        self._stderr.close()
+        if self.namespace is not None:
+            with _lock:
+                _live.discard(self.namespace)
+                _closed.add(self.namespace)
+
+
+def _kill_uid_group(pgid: int) -> None:
+    """isolation: none — the process group is all we can kill (a setsid daemon escapes: trusted code only)."""
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except OSError:
+        pass
+
+
+def chown_tree(path: Path, uid: int | None) -> None:
+    """Give the sandbox uid the world directory (root only; the host keeps reading it as root)."""
+    if uid is None:
+        return
+    os.chown(path, uid, uid)
+    for root, dirs, files in os.walk(path):
+        for name in dirs + files:
+            os.chown(os.path.join(root, name), uid, uid, follow_symlinks=False)
+
+
+def register_world(path: Path) -> None:
+    with _lock:
+        _worlds.add(str(path))
+
+
+def forget_world(path: Path) -> None:
+    with _lock:
+        _worlds.discard(str(path))
+
+
+def open_worlds() -> set[str]:
+    with _lock:
+        return set(_worlds)
