@@ -167,6 +167,7 @@ class BrowserEnvironment:
         max_db_bytes: int = 64 * 1024 * 1024,
         max_screenshots: int = 20,
         check_timeout: float = 10.0,
+        check_scripts: bool = False,
         viewport: dict[str, int] | None = None,
         screenshot_dir: str | None = None,
         base_dir: Path | None = None,
@@ -201,6 +202,7 @@ class BrowserEnvironment:
         self.max_body_bytes, self.max_db_bytes = max_body_bytes, max_db_bytes
         self.max_screenshots = max_screenshots
         self.check_timeout = float(check_timeout)
+        self.check_scripts = bool(check_scripts)
         self.allow_network = allow_network
         # around a whole tool call (action + page load + snapshot), beyond Playwright's own timeouts
         self.hard_timeout = self.action_timeout + self.navigation_timeout + 3
@@ -352,11 +354,11 @@ class BrowserEnvironment:
         page.set_default_timeout(self.action_timeout * 1000)
         page.set_default_navigation_timeout(self.navigation_timeout * 1000)
 
-    async def _new_context(self, blocked: list[str] | None) -> Any:
+    async def _new_context(self, blocked: list[str] | None, *, scripts: bool = True) -> Any:
         """A fresh incognito context; with a site of the pack's, requests to anywhere else are aborted
         (links, redirects, forms and scripts alike), and ``blocked`` collects them."""
         context = await self._browser.new_context(viewport=self.viewport, accept_downloads=False,
-                                                  service_workers="block")
+                                                  service_workers="block", java_script_enabled=scripts)
         if self.base_url and not self.allow_network:
             async def guard(route: Any) -> None:
                 url = route.request.url
@@ -721,7 +723,9 @@ class BrowserEnvironment:
             if cached is not None:
                 self._check_page = None
                 await launcher._quietly(cached[1].close(), 5)
-            context = await self._new_context(None)
+            # without the page's scripts unless the pack asks for them: a script the agent managed to
+            # store in the app (an injection) cannot rewrite what the checker reads
+            context = await self._new_context(None, scripts=self.check_scripts)
             try:
                 context.set_default_timeout(budget * 1000)
                 cookies = await self._context.cookies([url])  # the session the app gave the agent

@@ -253,3 +253,33 @@ async def test_a_huge_page_gives_a_bounded_snapshot(tmp_path):
         assert "line 5000" not in o.content
     finally:
         await env.close()
+
+
+async def test_the_page_checker_does_not_run_the_pages_scripts(tmp_path):
+    """A script the agent stored in an app without escaping (an injection) runs in the agent's page,
+    not in the page the checker reads (unless the pack sets check_scripts: true)."""
+    notes_app(tmp_path, extra=textwrap.dedent("""
+        def make_app_unsafe(db_path):
+            app = make_app(db_path)
+
+            @app.route("/wall")
+            def wall(req):  # renders notes without escaping
+                notes = "".join(r[0] for r in req.db.execute("SELECT text FROM notes"))
+                return html_page("Wall", f"<main>{notes}</main>")
+
+            return app
+    """))
+    script = "<p id=note>hi</p><script>document.body.innerHTML = '<p id=thanks>Thank you for your order</p>'</script>"
+    for check_scripts, fooled in ((False, False), (True, True)):
+        env = BrowserEnvironment(app="app.py:make_app_unsafe", db="schema.sql", base_dir=tmp_path,
+                                 check_scripts=check_scripts)
+        await env.reset(0)
+        try:
+            await step(env, "type", element="#text", text=script, submit=True)
+            o = await step(env, "navigate", url="/wall")
+            assert "Thank you for your order" in o.content  # the injection ran in the agent's page
+            assert (await PageChecker(selector="#thanks").check(env, TRAJ)).passed is fooled
+            # the server's HTML, as served: the note is there unless the script rewrote the page
+            assert (await PageChecker(selector="#note", text="hi").check(env, TRAJ)).passed is not fooled
+        finally:
+            await env.close()
