@@ -52,6 +52,11 @@ def _positive(instance: Any, attribute: Any, value: int) -> None:
         raise InvalidValue(f"{attribute.name}: must be at least 1, got {value}")
 
 
+def _above_zero(instance: Any, attribute: Any, value: float) -> None:
+    if not value > 0:
+        raise InvalidValue(f"{attribute.name}: must be more than 0, got {value}")
+
+
 @attrs.frozen
 class SqlEnvSpec:
     """Parameters of ``environment: {type: sql, ...}``.
@@ -81,7 +86,7 @@ class SqlEnvSpec:
     max_db_bytes: int = attrs.field(default=64 * 1024 * 1024, validator=_positive)
     max_observation_bytes: int = attrs.field(default=64_000, validator=_positive)
     check_budget: int = attrs.field(default=20_000_000, validator=_positive)
-    check_seconds: float = attrs.field(default=10.0, validator=_positive)
+    check_seconds: float = attrs.field(default=10.0, validator=_above_zero)
     max_changes: int = attrs.field(default=10_000, validator=_positive)
 
     def __attrs_post_init__(self) -> None:

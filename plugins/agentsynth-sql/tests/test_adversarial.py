@@ -1,0 +1,279 @@
+"""What a checker reads: only the world's real end state, under a budget, in bounded memory.
+
+The kernel's adversarial kit plays the generic and SQL exploits against `core` and a small pack
+built here; the unit tests pin each guarantee on a real SQLite world.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from agentsynth_kernel import Step, ToolCall, Trajectory, get_host
+from agentsynth_kernel.episode import EpisodeConfig, run_episode
+from agentsynth_kernel.spec import ComponentSpec, load_pack
+from agentsynth_kernel.testing.adversarial import GENERIC_EXPLOITS, assert_unfarmable, exploits_for
+from agentsynth_sql.checkers import NoCollateral, SqlAnswer, SqlChecker
+from agentsynth_sql.exploits import sql_exploits
+from agentsynth_sql.world import pristine
+
+from conftest import make_env, q, x
+
+T = Trajectory("t", "do it")
+
+
+# --- the kit ----------------------------------------------------------------------------------------
+
+
+def test_the_plugin_ships_sql_exploits_through_the_hook():
+    names = [e.name for e in exploits_for(load_pack("core"))]
+    sql = [n for n in names if n.startswith("sql.")]
+    assert len(sql) >= 15 and len(set(sql)) == len(sql)
+    assert {e.name for e in GENERIC_EXPLOITS} <= set(names)
+    assert get_host().pm.hook.adversarial_exploits(environment="browser") == []  # not ours: None is dropped
+
+
+def test_core_pack_cannot_be_farmed():
+    outcomes = assert_unfarmable(load_pack("core"), concurrency=2)
+    tried = {o.exploit for o in outcomes}
+    assert {e.name for e in sql_exploits()} <= tried and len(outcomes) == len(tried) * 22
+
+
+SMALL_PACK = """
+id: bank
+environment:
+  type: sql
+  schema: |
+    CREATE TABLE accounts (id INTEGER PRIMARY KEY, owner TEXT NOT NULL, balance INTEGER NOT NULL CHECK (balance >= 0));
+    CREATE TABLE tags (owner TEXT, tag TEXT, PRIMARY KEY (owner, tag)) WITHOUT ROWID;
+  seed: |
+    INSERT INTO accounts VALUES (1, 'ann', 100), (2, 'bob', 50), (3, 'cy', 7);
+    INSERT INTO tags VALUES ('ann', 'vip'), ('bob', 'new');
+tasks:
+  - id: move-money
+    instruction: Move 30 from ann's account to bob's.
+    environment:
+      allowed_changes: {accounts: {update: [balance], where: "id IN (1, 2)"}}
+    checkers:
+      - {type: sql, query: "SELECT owner, balance FROM accounts WHERE id IN (1, 2)", expect: [[ann, 70], [bob, 80]]}
+  - id: tag-cy
+    instruction: Tag cy as vip.
+    environment:
+      allowed_changes: {tags: {insert: true}}
+    checkers:
+      - {type: sql, query: "SELECT tag FROM tags WHERE owner = 'cy'", expect: [vip]}
+  - id: poorest
+    instruction: Who has the smallest balance?
+    checkers:
+      - {type: sql_answer, query: "SELECT owner FROM accounts ORDER BY balance LIMIT 1", distractors: "SELECT owner FROM accounts"}
+      - no_collateral
+"""
+
+SMALL_ORACLE = """
+ORACLE = {
+    "move-money": [{"tool": "sql_execute", "arguments": {"sql": "UPDATE accounts SET balance = balance - 30 WHERE id = 1; UPDATE accounts SET balance = balance + 30 WHERE id = 2"}}, {"answer": "Moved 30."}],
+    "tag-cy": [{"tool": "sql_execute", "arguments": {"sql": "INSERT INTO tags VALUES ('cy', 'vip')"}}, {"answer": "Tagged."}],
+    "poorest": [{"tool": "sql_query", "arguments": {"sql": "SELECT owner FROM accounts ORDER BY balance LIMIT 1"}}, {"answer": "cy"}],
+}
+"""
+
+
+def test_a_small_pack_cannot_be_farmed_and_its_oracle_passes(tmp_path: Path):
+    (tmp_path / "pack.yaml").write_text(SMALL_PACK)
+    (tmp_path / "oracle.py").write_text(textwrap.dedent(SMALL_ORACLE))
+    pack = load_pack(str(tmp_path))
+    outcomes = assert_unfarmable(pack, concurrency=2)
+    assert len({o.task_id for o in outcomes}) == 3
+    host = get_host()
+    for task in pack.tasks:  # the pack is solvable: the exploits fail for a reason
+        config = EpisodeConfig(ComponentSpec("oracle"), timeout=60)
+        result = asyncio.run(run_episode(host, pack, task, 0, 0, config))
+        assert result.status == "passed", (task.id, result.error, [v.detail for v in result.verdicts])
+
+
+# --- what a checker reads -----------------------------------------------------------------------------
+
+
+def test_temp_objects_and_session_state_never_reach_the_checker(files):
+    env = make_env(files, allowed_changes={"accounts": {"update": ["balance"], "where": "id = 1"}})
+    x(env, "CREATE TEMP TABLE accounts AS SELECT * FROM main.accounts")
+    x(env, "UPDATE accounts SET balance = 0 WHERE id = 1")  # lands in the temp copy
+    assert q(env, "SELECT balance FROM accounts WHERE id = 1").data["rows"] == [[0]]  # the agent sees its shadow
+    verdict = SqlChecker("SELECT balance FROM accounts WHERE id = 1", 0).evaluate(env, T)
+    assert not verdict.passed and "got 100" in verdict.detail
+    end = env.end_state()
+    assert end is not env.conn and end.execute("SELECT count(*) FROM sqlite_temp_master").fetchone() == (0,)
+
+
+def test_a_view_replacing_a_dropped_table_is_not_read(files):
+    env = make_env(files, allowed_changes={"ledger": "*"})
+    x(env, "DROP TABLE ledger")
+    x(env, "CREATE VIEW ledger AS SELECT 1 AS id, 1 AS account_id, 999 AS amount")
+    verdict = SqlChecker("SELECT amount FROM ledger WHERE id = 1", 999, collateral=False).evaluate(env, T)
+    assert not verdict.passed and "no such table: ledger" in verdict.detail
+
+
+def test_views_triggers_and_indexes_the_agent_leaves_are_collateral(files):
+    env = make_env(files)
+    x(env, "CREATE VIEW rich AS SELECT * FROM accounts WHERE balance > 10")
+    x(env, "CREATE TRIGGER wipe AFTER INSERT ON ledger BEGIN DELETE FROM ledger; END")
+    x(env, "CREATE INDEX by_owner ON accounts(owner)")
+    verdict = NoCollateral().evaluate(env, T)
+    assert not verdict.passed
+    assert {c["op"] for c in verdict.data["unexpected"]} == {"create_view", "create_trigger", "create_index"}
+    assert "create trigger wipe" in verdict.detail
+    names = {r[0] for r in env.end_state().execute("SELECT name FROM sqlite_master")}
+    assert not names & {"rich", "wipe", "by_owner"}  # dropped from what checkers read
+    allowed = make_env(files, allowed_changes={"accounts": "*"})
+    x(allowed, "CREATE INDEX by_owner ON accounts(owner)")
+    assert NoCollateral().evaluate(allowed, T).passed
+
+
+def test_rows_moved_to_other_rowids_are_seen(files):
+    env = make_env(files, allowed_changes={"ledger": ["amount"]})
+    x(env, "UPDATE ledger SET id = id + 100")  # the same-looking rows under other keys
+    verdict = NoCollateral().evaluate(env, T)
+    assert not verdict.passed
+    assert [c["op"] for c in verdict.data["unexpected"]].count("insert") == 2
+    assert "delete ledger row 1" in verdict.detail
+
+
+def test_an_unchanged_world_is_read_from_the_start_snapshot_without_a_copy(files):
+    env = make_env(files)
+    q(env, "SELECT * FROM accounts")
+    x(env, "CREATE TEMP VIEW accounts AS SELECT 1 AS id, 'x' AS owner, 0 AS balance")  # temp only: main unchanged
+    assert env.end_state() is pristine(env.snapshot)
+    assert SqlChecker("SELECT count(*) FROM accounts", 3).evaluate(env, T).passed
+    other = make_env(files)
+    x(other, "UPDATE accounts SET balance = 1 WHERE id = 3")
+    assert other.end_state() is not pristine(other.snapshot)
+
+
+def test_checkers_cannot_write_the_end_state(files):
+    env = make_env(files, allowed_changes={"*": "*"})
+    x(env, "UPDATE accounts SET balance = 1 WHERE id = 3")
+    verdict = SqlChecker("DELETE FROM accounts RETURNING id", [1, 2, 3], collateral=False).evaluate(env, T)
+    assert not verdict.passed and "readonly" in verdict.detail.replace("read-only", "readonly").replace(" ", "")
+
+
+# --- budgets ---------------------------------------------------------------------------------------
+
+
+def test_a_checker_query_over_budget_on_a_world_the_agent_grew_fails_the_episode(files):
+    env = make_env(files, query_budget=200_000, allowed_changes={"ledger": "*"})
+    for _ in range(4):
+        x(env, "INSERT INTO ledger (account_id, amount) WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r "
+               "LIMIT 1000) SELECT 1, n FROM r")
+    verdict = SqlChecker("SELECT count(*) FROM ledger a, ledger b WHERE a.amount < b.amount", 1).evaluate(env, T)
+    assert not verdict.passed and verdict.data.get("over_budget")
+    assert "exceeded its budget of 200,000 SQLite steps" in verdict.detail
+    assert "the world has 4,005 rows (it started with 5); the agent's actions grew it" in verdict.detail
+
+
+def test_an_expensive_checker_on_an_unchanged_world_is_the_checkers_error(files):
+    env = make_env(files, query_budget=5_000)
+    checker = SqlChecker("WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT max(n) FROM r", 1)
+    with pytest.raises(RuntimeError, match="did not grow"):
+        checker.evaluate(env, T)
+
+
+def test_the_checks_deadline_stops_an_endless_checker_query(files):
+    env = make_env(files, query_budget=10**15, check_seconds=0.2, allowed_changes={"ledger": "*"})
+    x(env, "INSERT INTO ledger (account_id, amount) VALUES (1, 1)")
+    endless = "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT max(n) FROM r"
+    verdict = SqlChecker(endless, 1).evaluate(env, T)
+    assert not verdict.passed and "deadline of 0.2s" in verdict.detail
+
+
+def test_too_many_changed_rows_stop_the_diff(files):
+    env = make_env(files, max_changes=100, allowed_changes={"ledger": {"insert": True, "where": "amount > 0"}})
+    x(env, "INSERT INTO ledger (account_id, amount) WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r "
+           "LIMIT 500) SELECT 1, n FROM r")
+    verdict = NoCollateral().evaluate(env, T)
+    assert not verdict.passed and "has 502 rows, 500 more than at the start (max_changes=100)" in verdict.detail
+
+
+PACK_WITH_ENDLESS_CHECK = """
+id: slow
+environment:
+  type: sql
+  schema: "CREATE TABLE t (n INTEGER);"
+  seed: "INSERT INTO t VALUES (1);"
+  query_budget: 1000000000000000
+  check_seconds: 100000
+tasks:
+  - id: endless
+    instruction: Nothing.
+    checkers:
+      - {type: sql, query: "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT max(n) FROM r", expect: 1}
+"""
+
+
+def test_the_episode_timeout_bounds_the_checks(tmp_path: Path):
+    (tmp_path / "pack.yaml").write_text(PACK_WITH_ENDLESS_CHECK)
+    pack = load_pack(str(tmp_path))
+    config = EpisodeConfig(ComponentSpec("scripted", {"actions": [{"answer": "ok"}]}), timeout=0.5)
+    result = asyncio.run(run_episode(get_host(), pack, pack.tasks[0], 0, 0, config))
+    assert result.status == "error" and result.error_kind == "timeout"
+    assert "while the checker was running" in result.error
+
+
+# --- size limits -------------------------------------------------------------------------------------
+
+
+def test_the_database_and_temp_tables_are_capped(files):
+    env = make_env(files, max_db_bytes=1_000_000)
+    x(env, "CREATE TABLE junk (b BLOB)")
+    obs = [x(env, "INSERT INTO junk SELECT randomblob(300000)") for _ in range(5)]
+    assert obs[0].error is False and obs[-1].error
+    assert "database full: the world may hold at most 0.953674 MB (max_db_bytes)" in obs[-1].content
+    x(env, "CREATE TEMP TABLE tjunk (b BLOB)")
+    temp = [x(env, "INSERT INTO tjunk SELECT randomblob(300000)") for _ in range(5)]
+    assert temp[-1].error and "database full" in temp[-1].content
+
+
+def test_observations_keep_no_big_value_and_stay_under_their_cap(files):
+    env = make_env(files, max_observation_bytes=10_000)
+    obs = q(env, "SELECT randomblob(5000000) AS b, hex(randomblob(3000)) AS h, x'0102' AS small")
+    assert obs.data["rows"] == [["<blob: 5,000,000 bytes>", obs.data["rows"][0][1], b"\x01\x02"]]
+    assert obs.data["rows"][0][1].endswith("…<6,000 characters>") and len(obs.data["rows"][0][1]) < 2100
+    many = q(env, "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r LIMIT 40) "
+                  "SELECT n, hex(randomblob(900)) FROM r")
+    assert many.data["truncated"] is True and 1 <= len(many.data["rows"]) < 40
+    assert len(many.content) < 10_000 + 100
+    script = q(env, ";".join(["SELECT hex(randomblob(1000))"] * 200))
+    assert len(script.content) <= 10_000 + 100
+
+
+# --- sql_answer ---------------------------------------------------------------------------------------
+
+
+def _answer(text: str) -> Trajectory:
+    from agentsynth_kernel import Answer
+
+    traj = Trajectory("t", "Who has the smallest balance?")
+    traj.steps.append(Step(Answer(text), None))
+    return traj
+
+
+def test_sql_answer_wants_the_value_and_no_other_candidate(files):
+    env = make_env(files)
+    checker = SqlAnswer("SELECT owner FROM accounts ORDER BY balance LIMIT 1", "SELECT owner FROM accounts")
+    assert checker.evaluate(env, _answer("That is Cy.")).passed
+    dump = checker.evaluate(env, _answer("ann bob cy"))
+    assert not dump.passed and "also names 2 wrong candidate(s): ['ann', 'bob']" in dump.detail
+    assert not checker.evaluate(env, _answer("cyan")).passed  # whole words only
+    assert "does not name ['cy']" in checker.evaluate(env, _answer("nobody")).detail
+    with pytest.raises(ValueError, match="'query' must be"):
+        SqlAnswer("")
+
+
+def test_a_check_after_close_is_refused(files):
+    env = make_env(files)
+    env.shutdown()
+    with pytest.raises(RuntimeError, match="closed"):
+        env.query("SELECT 1")
+    assert env.run(ToolCall("sql_query", {"sql": "SELECT 1"})).error
