@@ -200,8 +200,10 @@ def bwrap_argv(world: Path, *, writable: bool, limits: Limits, packages: list[tu
 
 
 def sandbox_env(seed: int, home: str) -> dict[str, str]:
-    """The whole environment of a sandboxed process: nothing of the host's (no keys, no paths)."""
-    return {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": home, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
+    """The whole environment of a sandboxed process: nothing of the host's (no keys, no paths).
+    ``python3`` on PATH is the host's base interpreter (read-only)."""
+    exe, _ = python_install()
+    return {"PATH": f"{os.path.dirname(exe)}:/usr/local/bin:/usr/bin:/bin", "HOME": home, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
             "PYTHONHASHSEED": str(seed % 4294967296), "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1",
             "TMPDIR": "/tmp", "USER": "sandbox"}
 
@@ -316,20 +318,23 @@ class Process:
         command = [exe, *flags, runner, json.dumps(config), MARKER]
         self._stderr = tempfile.TemporaryFile()
         status_r = status_w = None
+        self._status: Any = None
+        home = (INSIDE_WORLD if isolation == "bwrap" else str(world)) if writable else "/tmp"
+        variables = sandbox_env(seed, home)
+        if not writable:  # a checker's Python reads nothing of the world's ~/.local or its cwd
+            variables.update({"PYTHONNOUSERSITE": "1", "PYTHONSAFEPATH": "1"})
         if isolation == "bwrap":
             status_r, status_w = os.pipe()
             argv = bwrap_argv(world, writable=writable, limits=limits, packages=packages, check_files=check_files,
                               status_fd=status_w)
-            env_args: list[str] = []
-            for key, value in sandbox_env(seed, INSIDE_WORLD).items():
-                env_args += ["--setenv", key, value]
-            argv = [*argv, *env_args, *command]
-            env = None
+            for key, value in variables.items():
+                argv += ["--setenv", key, value]
+            argv, env = [*argv, *command], {"PATH": os.defpath}
         else:
-            argv, env = command, sandbox_env(seed, str(world))
+            argv, env = command, variables
         try:
             self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
-                                         cwd=str(world), env=env if env is not None else {"PATH": os.defpath},
+                                         cwd=str(world), env=env,
                                          start_new_session=True, pass_fds=(status_w,) if status_w else ())
         except OSError as exc:
             raise SandboxError(f"agentsynth-python: cannot start the sandbox: {exc}") from exc
@@ -347,20 +352,20 @@ class Process:
     def _read_namespace(self, fd: int) -> int | None:
         """bwrap's first status document names the sandbox's pid namespace."""
         data = b""
-        with os.fdopen(fd, "rb", 0) as f:
-            sel = selectors.DefaultSelector()
-            sel.register(f, selectors.EVENT_READ)
-            deadline = time.monotonic() + 60
-            while b"}" not in data and time.monotonic() < deadline:
-                if not sel.select(timeout=1):
-                    if self.proc.poll() is not None:
-                        break
-                    continue
-                chunk = os.read(fd, 4096)
-                if not chunk:
+        self._status = os.fdopen(fd, "rb", 0)  # kept open: bwrap writes its exit status here at the end
+        sel = selectors.DefaultSelector()
+        sel.register(self._status, selectors.EVENT_READ)
+        deadline = time.monotonic() + 60
+        while b"}" not in data and time.monotonic() < deadline:
+            if not sel.select(timeout=1):
+                if self.proc.poll() is not None:
                     break
-                data += chunk
-            sel.close()
+                continue
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                break
+            data += chunk
+        sel.close()
         try:
             return int(json.loads(data[: data.index(b"}") + 1])["pid-namespace"])
         except (ValueError, KeyError, json.JSONDecodeError):
@@ -453,6 +458,8 @@ class Process:
             except OSError:
                 pass
         self._stderr.close()
+        if self._status is not None:
+            self._status.close()
         if self.namespace is not None:
             with _lock:
                 _live.discard(self.namespace)
