@@ -1,0 +1,8 @@
+"""What this plugin is, for the generated plugin table and `agentsynth plugins`."""
+
+METADATA = {
+    "kind": "integration",
+    "status": "alpha",
+    "capabilities": ["gym:PackEnv", "gym:AsyncPackEnv", "trl:reward_funcs", "trl:environment_factory",
+                     "openenv:server", "command:rl serve"],
+}
