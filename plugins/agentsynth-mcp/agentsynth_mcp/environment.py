@@ -380,7 +380,11 @@ class McpEnvironment:
             checker = McpSession(self._endpoint, connect_timeout=self.spec.connect_timeout,
                                  call_timeout=self.check_timeout, log_dir=self.workdir,
                                  log_name="checker-stderr.log")
-            await checker.start()  # a server that does not come back up: an environment error
+            try:
+                await checker.start()
+            except McpServerError as exc:  # it ran for the agent: the world the agent left keeps it down
+                await checker.close()
+                raise McpCheckFailed(f"the checker's server did not start on the world the agent left: {exc}") from exc
             self._checker = checker
         return self._checker
 
