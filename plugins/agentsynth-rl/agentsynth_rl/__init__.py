@@ -1,1 +1,30 @@
-"""agentsynth-rl: gym API over any pack, TRL GRPO reward functions and environment_factory, OpenEnv server; rewards are the world's verdicts"""
+"""agentsynth-rl: every pack is an RL environment, with rewards that are the world's verdicts.
+
+- :class:`PackEnv` / :class:`AsyncPackEnv`: the Gymnasium API over any pack.
+- :class:`VerdictReward`, :func:`environment_factory`, :func:`make_dataset`: TRL's GRPOTrainer.
+- ``agentsynth_rl.serve``: the pack as an OpenEnv server (``agentsynth rl serve PACK``).
+
+Names are imported on first use, so importing the package loads neither gymnasium nor openenv.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "AsyncPackEnv": "env", "PackEnv": "env", "register_gymnasium": "env", "EpisodeOver": "env",
+    "ActionError": "actions", "parse_actions": "actions", "completion_steps": "actions",
+    "VerdictReward": "grpo", "environment_factory": "grpo", "make_dataset": "grpo", "dataset_rows": "grpo",
+    "PackToolEnv": "grpo",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'agentsynth_rl' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value

@@ -49,3 +49,11 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
         coro.close()
         raise RuntimeError("a synchronous agentsynth-rl call was made from its own event loop; use the async API")
     return asyncio.run_coroutine_threadsafe(coro, loop).result()
+
+
+async def on_loop(coro: Coroutine[Any, Any, T]) -> T:
+    """Await ``coro`` on the shared loop from any loop (a server's, a trainer's, ours)."""
+    loop = background_loop()
+    if asyncio.get_running_loop() is loop:
+        return await coro
+    return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, loop))

@@ -69,7 +69,20 @@ class KvUnchanged:
         return Verdict("kv_unchanged", same, float(same), "unchanged" if same else "changed")
 
 
+class PutBPolicy:
+    """A scripted agent: put b=2, then answer (the engine's path, for comparing with the gym's)."""
+
+    def act(self, state):
+        from agentsynth_kernel import Answer, ToolCall
+
+        return ToolCall("put", {"key": "b", "value": "2"}) if not state.trajectory.steps else Answer("done")
+
+
 class KvPlugin:
+    @hookimpl
+    def register_policies(self, register):
+        register("put_b", PutBPolicy)
+
     @hookimpl
     def register_environments(self, register):
         register("kv", KvWorld, description="test key-value world")
