@@ -216,6 +216,7 @@ def fresh_uid() -> int | None:
 # --- process bookkeeping: what is alive, what must be dead ---------------------------------------
 
 _live: set[int] = set()  # pid namespaces of running sandboxes
+_roots: set[int] = set()  # host pids of the running sandboxes' bwrap processes
 _closed: set[int] = set()  # pid namespaces of sandboxes that were killed
 _worlds: set[str] = set()  # world directories of open environments
 _lock = threading.Lock()
@@ -241,11 +242,27 @@ def processes_in(namespaces: set[int]) -> list[int]:
     return found
 
 
+def _parent(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return int(f.read().rsplit(b")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
 def leaked_processes() -> list[int]:
-    """Processes still alive in a sandbox that was killed (there must be none)."""
+    """Processes still alive in a sandbox that was killed (there must be none): in a killed
+    sandbox's pid namespace and not descended from a running sandbox (namespace ids are reused)."""
     with _lock:
-        dead = _closed - _live
-    return processes_in(dead)
+        dead, roots = _closed - _live, set(_roots)
+    leaked = []
+    for pid in processes_in(dead):
+        current, hops = pid, 0
+        while current > 1 and current not in roots and hops < 64:
+            current, hops = _parent(current), hops + 1
+        if current not in roots:
+            leaked.append(pid)
+    return leaked
 
 
 def reap(namespace: int | None) -> None:
@@ -333,9 +350,11 @@ class Process:
         else:
             argv, env = command, variables
         try:
-            self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
-                                         cwd=str(world), env=env,
-                                         start_new_session=True, pass_fds=(status_w,) if status_w else ())
+            with _lock:  # registered before it can have children: see leaked_processes
+                self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
+                                             cwd=str(world), env=env,
+                                             start_new_session=True, pass_fds=(status_w,) if status_w else ())
+                _roots.add(self.proc.pid)
         except OSError as exc:
             raise SandboxError(f"agentsynth-python: cannot start the sandbox: {exc}") from exc
         finally:
@@ -346,6 +365,7 @@ class Process:
             if self.namespace is not None:
                 with _lock:
                     _live.add(self.namespace)
+                    _closed.discard(self.namespace)
         self._buffer = b""
         self.killed = False
 
@@ -464,6 +484,8 @@ class Process:
             with _lock:
                 _live.discard(self.namespace)
                 _closed.add(self.namespace)
+        with _lock:
+            _roots.discard(self.proc.pid)
 
 
 def _kill_uid_group(pgid: int) -> None:
