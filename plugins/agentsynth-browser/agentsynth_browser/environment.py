@@ -475,7 +475,7 @@ class BrowserEnvironment:
         try:
             content = await self._on_browser(coro, hard)
         except ToolError as exc:
-            return self._bounded(f"URL: {self.relative_url()}\nerror: {exc}", error=True)
+            return self._bounded(self._with_refusals(f"URL: {self.relative_url()}\nerror: {exc}"), error=True)
         except TimeoutError:
             # Playwright's own timeouts did not fire: the page (or browser) no longer answers.
             self._check_alive()
@@ -486,12 +486,17 @@ class BrowserEnvironment:
             message = _short(exc)
             if self.base_url:  # the port changes per episode; trajectories should not
                 message = message.replace(self.base_url, "")
-            return self._bounded(f"URL: {self.relative_url()}\nerror: {call.name} failed: {message}", error=True)
+            return self._bounded(self._with_refusals(f"URL: {self.relative_url()}\nerror: {call.name} failed: {message}"),
+                                 error=True)
         refusals = self._refusals()
         if refusals:
             return self._bounded(content + "\nerror: " + refusals, error=True)
         shot, self._shot_data = self._shot_data, None
         return self._bounded(content, screenshot=shot if call.name == "screenshot" else None)
+
+    def _with_refusals(self, text: str) -> str:
+        refusals = self._refusals()
+        return f"{text}\n({refusals})" if refusals else text
 
     def _refusals(self) -> str:
         """What the site's guards refused since the last observation (blocked requests, a full database)."""

@@ -62,6 +62,14 @@ def _refuse(start_response: Callable[..., Any], status: str, text: str) -> Itera
     return [body]
 
 
+def _drain(stream: Any, size: int) -> None:
+    while size > 0:
+        chunk = stream.read(min(size, 65536))
+        if not chunk:
+            return
+        size -= len(chunk)
+
+
 class AppServer:
     """``start()`` serves ``app`` on 127.0.0.1:<free port> and returns the base URL; ``stop()`` ends it."""
 
@@ -87,6 +95,7 @@ class AppServer:
             size = 0
         if size > self.max_body_bytes:
             self.refused.append(f"a {size}-byte request body (limit {self.max_body_bytes})")
+            _drain(environ["wsgi.input"], min(size, 8 * 2**20))  # so the browser reads the answer, not a reset
             return _refuse(start_response, "413 Payload Too Large",
                            f"Request bodies are limited to {self.max_body_bytes} bytes.")
         if method not in ("GET", "HEAD") and self.db_path is not None:

@@ -5,9 +5,20 @@ from __future__ import annotations
 
 from collections import Counter
 
+import pytest
+
+from agentsynth_browser import launcher
 from agentsynth_browser.exploits import BROWSER_EXPLOITS, CANARY, FAKEABLE
 from agentsynth_kernel.spec import load_pack
 from agentsynth_kernel.testing.adversarial import GENERIC_EXPLOITS, assert_unfarmable, exploits_for
+
+
+@pytest.fixture(autouse=True)
+def _no_browser_left():
+    """The kit plays episodes outside a run (no run_finished): close the shared browser after it, so
+    the process census of the other tests starts from zero."""
+    yield
+    launcher.shutdown()
 
 
 def test_the_plugin_contributes_its_exploits_for_browser_worlds_only():

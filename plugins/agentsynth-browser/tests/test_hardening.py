@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-from agentsynth_browser import BrowserEnvironment
+from agentsynth_browser import BrowserEnvironment, launcher
 from agentsynth_browser.checkers import AppDbChecker, PageChecker, UrlChecker
 from agentsynth_browser.exploits import CANARY
 from agentsynth_browser.server import db_bytes
@@ -181,7 +181,10 @@ def test_a_page_that_hangs_when_checked_fails_its_episode_and_the_run_goes_on(tm
     pack = load_pack(tmp_path)
     go = Exploit("go", "open the task's page", lambda state, pack: [
         {"tool": "navigate", "arguments": {"url": "/" + state.task.id}}, {"answer": "done"}])
-    outcomes = {o.task_id: o for o in run_exploits(pack, [go], timeout=30)}
+    try:
+        outcomes = {o.task_id: o for o in run_exploits(pack, [go], timeout=30)}
+    finally:
+        launcher.shutdown()  # played outside a run: no run_finished closes the shared browser
     assert outcomes["slow"].status == "failed" and "did not serve '/slow' again within 1s" in outcomes["slow"].detail
     assert outcomes["ok"].status == "passed"
 
@@ -212,7 +215,7 @@ async def test_request_bodies_are_capped_before_the_app(pack_dir):
     try:
         await step(env, "type", element="#email", text="dana@example.com")
         await step(env, "select", element="#topic", option="Damaged item")
-        await step(env, "type", element="#message", text="broken handle " * 400)
+        await step(env, "type", element="#message", text="é" * 10_000)  # 60 KB once form-encoded
         o = await step(env, "click", element="#send")
         assert o.error and "Payload Too Large" in o.content and "byte request body (limit 2048)" in o.content
         assert AppDbChecker("SELECT count(*) FROM tickets", 0).check(env, TRAJ).passed
