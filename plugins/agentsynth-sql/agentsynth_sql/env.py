@@ -71,7 +71,9 @@ class SqlEnvSpec:
     agent statement and per checker query; ``max_db_bytes`` for the database (and for the
     agent's temp tables); ``max_observation_bytes`` per tool result; ``check_budget`` steps
     for the collateral diff, ``check_seconds`` for all the checks of an episode, and at most
-    ``max_changes`` changed rows per table before the diff gives up (the task fails).
+    ``max_changes`` changed rows per table before the diff gives up (the task fails);
+    ``statement_memory`` bytes SQLite may add while one statement or checker query runs
+    (checked every 100 VM steps, so one value is capped at ``max_value_bytes``).
     """
 
     schema: str | None = None
@@ -88,6 +90,8 @@ class SqlEnvSpec:
     check_budget: int = attrs.field(default=20_000_000, validator=_positive)
     check_seconds: float = attrs.field(default=10.0, validator=_above_zero)
     max_changes: int = attrs.field(default=10_000, validator=_positive)
+    statement_memory: int = attrs.field(default=64 * 2**20, validator=_positive)
+    max_value_bytes: int = attrs.field(default=1_000_000, validator=_positive)
 
     def __attrs_post_init__(self) -> None:
         if self.schema is None and self.seed is None:
@@ -114,7 +118,7 @@ class SqlEnvironment:
         self.spec = spec if spec is not None else SqlEnvSpec(**params)
         self.base_dir = base_dir
         self.allowed = AllowedChanges(self.spec.allowed_changes)
-        self.sandbox = Sandbox(self.spec.query_budget)
+        self.sandbox = Sandbox(self.spec.query_budget, self.spec.statement_memory)
         self.snapshot: Snapshot | None = None
         self.conn: sqlite3.Connection | None = None
         self.notes: list[str] = []
@@ -123,11 +127,13 @@ class SqlEnvironment:
         self._changes: list[Change] | None = None
         self._unexpected: list[Change] | None = None
         self._settled = False
-        self.budget = CheckBudget(self.spec.check_seconds)
+        self.budget = CheckBudget(self.spec.check_seconds, self.spec.statement_memory)
         self._end: sqlite3.Connection | None = None  # what checkers read (see end_state)
         self._end_owned = False
         self._end_catalog: frozenset[Any] = frozenset()
         self._check_lock = threading.Lock()
+        self._diff_error: str | None = None
+        self.grown = False
 
     # --- Environment protocol ------------------------------------------------------------------
     # Async on purpose: every call is short (an in-memory database; a statement is bounded by the
@@ -154,15 +160,18 @@ class SqlEnvironment:
         s = self.spec
         self.snapshot = snapshot_for(s.schema, s.seed, base_dir=self.base_dir, foreign_keys=s.foreign_keys)
         # not bound to one thread: a sync checker of another plugin may read it from the episode's worker
-        self.conn = open_copy(self.snapshot, foreign_keys=s.foreign_keys, check_same_thread=False)
+        self.conn = open_copy(self.snapshot, foreign_keys=s.foreign_keys, check_same_thread=False,
+                              max_value=s.max_value_bytes)
         pages = max(1, s.max_db_bytes // self.conn.execute("PRAGMA page_size").fetchone()[0])
         self.conn.execute(f"PRAGMA main.max_page_count = {pages}")  # the agent cannot change PRAGMAs
         self.conn.execute(f"PRAGMA temp.max_page_count = {pages}")
         self.allowed.check_against(self.snapshot, self.conn)
         self._start_marks = (self.conn.total_changes, self.snapshot.schema_version)
         self.sandbox.written, self.sandbox.schema_touched = set(), False
-        self.budget = CheckBudget(s.check_seconds)
+        self.budget = CheckBudget(s.check_seconds, s.statement_memory)
         self._changes = self._unexpected = None
+        self._diff_error: str | None = None
+        self.grown = False
         self._settled, self.collateral_reported, self.notes = False, False, []
         text = f"A SQLite database. Tables:\n{self.snapshot.schema_text}"
         if s.intro:
@@ -188,7 +197,10 @@ class SqlEnvironment:
             return Observation("error: 'sql' must be a non-empty string", error=True)
         if params is not None and not isinstance(params, list):
             return Observation("error: 'params' must be a list", error=True)
-        self._changes = self._unexpected = None
+        if self._end is not None or self._changes is not None:  # checked already: the next check sees this call
+            self._drop_end_state()
+            self.budget = CheckBudget(self.spec.check_seconds, self.spec.statement_memory)
+        self._changes = self._unexpected = self._diff_error = None
         self._settled = False
         return self._run(sql, params, readonly=call.name == "sql_query")
 
@@ -278,6 +290,9 @@ class SqlEnvironment:
     def _explain(self, exc: BaseException) -> str:
         if self.sandbox.denied:
             return f"denied: {self.sandbox.denied}"
+        if self.sandbox.over_memory:
+            return (f"interrupted: the statement used more than {self.spec.statement_memory / 2**20:g} MB "
+                    "(statement_memory): sort or group less data, or add a LIMIT")
         if self.sandbox.interrupted:
             return (f"interrupted: the statement exceeded its budget of {self.spec.query_budget:,} SQLite steps "
                     "(a runaway query? add a LIMIT or a WHERE)")
@@ -385,20 +400,28 @@ class SqlEnvironment:
     def changes(self) -> list[Change]:
         """Every change between the start and the end state: rows, and schema objects (tables
         altered, views / triggers / indexes created or dropped). Raises CheckBudgetExceeded when
-        the diff runs out of budget or a table changed in more than ``max_changes`` rows."""
+        the diff runs out of budget or a table gained more than ``max_changes`` rows."""
+        if self._diff_error is not None:
+            raise CheckBudgetExceeded(self._diff_error)
         if self._changes is None:
             with self._check_lock:
                 conn = self.end_state()
                 assert self.snapshot is not None
-                snap = self.snapshot
-                if self._end_owned is False:
+                if not self._end_owned:  # the agent changed nothing: the start snapshot is read
                     self._changes = []
                     return self._changes
                 self.budget.arm(conn, self.spec.check_budget)
                 try:
-                    self._changes = self._diff(conn, snap)
+                    self._changes = self._diff(conn, self.snapshot)
                 except sqlite3.OperationalError as exc:
-                    self._over_budget(exc, "the collateral diff")
+                    try:
+                        self._over_budget(exc, "the collateral diff")
+                    except CheckBudgetExceeded as over:
+                        self._diff_error = str(over)
+                        raise
+                    raise
+                except CheckBudgetExceeded as over:
+                    self._diff_error = str(over)
                     raise
                 finally:
                     self.budget.disarm(conn)
@@ -406,31 +429,27 @@ class SqlEnvironment:
 
     def _diff(self, conn: sqlite3.Connection, snap: Snapshot) -> list[Change]:
         schema = schema_changes(snap.catalog, self._end_catalog)
-        if not schema and not self.sandbox.schema_touched and not snap.has_triggers:
-            # Same objects: only the tables the agent wrote (and their FK dependents) can differ.
-            tables = sorted(snap.affected(self.sandbox.written) & set(snap.tables))
-        else:
-            tables = list_tables(conn)
+        full = bool(schema) or self.sandbox.schema_touched or snap.has_triggers
+        # Same objects: only the tables the agent wrote (and their FK dependents) can differ.
+        tables = list_tables(conn) if full else sorted(snap.affected(self.sandbox.written) & set(snap.tables))
         start, end, cols = {}, {}, {}
         for table in tables:
             known = snap.state.get(table, {})
-            count = conn.execute(f"SELECT count(*) FROM {quote(table)}").fetchone()[0]
-            if count - len(known) > self.spec.max_changes:
+            rows, pk = scan(conn, table, limit=len(known) + self.spec.max_changes + 1)
+            if len(rows) > len(known) + self.spec.max_changes:
+                count = conn.execute(f"SELECT count(*) FROM {quote(table)}").fetchone()[0]
                 raise CheckBudgetExceeded(self._size_note(
                     f"the collateral diff stopped: table {table!r} has {count:,} rows, {count - len(known):,} more "
                     f"than at the start (max_changes={self.spec.max_changes:,})"))
-            rows, pk = scan(conn, table)
             columns = table_columns(conn, table)
             if table in snap.scans and rows == snap.scans[table] and columns == snap.columns[table]:
                 continue  # one C-level comparison for an untouched table
             if table in snap.state:
                 start[table] = known
             end[table], cols[table] = keyed(rows, pk), columns
-        present = set(tables)
-        if schema or self.sandbox.schema_touched or snap.has_triggers:  # every table was listed: the rest are gone
-            for table in snap.tables:
-                if table not in present:
-                    start[table] = snap.state[table]
+        if full:  # every table of the end state was listed: the others are gone
+            present = set(tables)
+            start.update({t: snap.state[t] for t in snap.tables if t not in present})
         changes = diff_states(start, end, snap.columns, cols)
         if len(changes) > self.spec.max_changes:
             raise CheckBudgetExceeded(self._size_note(

@@ -177,7 +177,8 @@ def clear_cache() -> None:
         _recent.clear()
 
 
-def open_copy(snap: Snapshot, *, foreign_keys: bool = True, check_same_thread: bool = True) -> sqlite3.Connection:
+def open_copy(snap: Snapshot, *, foreign_keys: bool = True, check_same_thread: bool = True,
+              max_value: int = 16_000_000) -> sqlite3.Connection:
     """A fresh in-memory connection holding a private copy of the snapshot."""
     conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=check_same_thread)
     conn.deserialize(snap.data)
@@ -185,8 +186,27 @@ def open_copy(snap: Snapshot, *, foreign_keys: bool = True, check_same_thread: b
         conn.execute("PRAGMA foreign_keys = ON")
     for limit, value in LIMITS:
         conn.setlimit(limit, value)
+    conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, max_value)
     return conn
 
+
+def _memory_counter() -> Any:
+    """SQLite's own count of the bytes it holds (``sqlite3_memory_used``), or None where the
+    library does not export it: the progress handlers use it to stop a statement whose sorter
+    or temp b-trees grow past a budget (a sort of 15 MB blobs costs one VM step per row)."""
+    try:
+        import _sqlite3
+        import ctypes
+
+        fn = ctypes.CDLL(_sqlite3.__file__).sqlite3_memory_used
+        fn.restype, fn.argtypes = ctypes.c_int64, []
+        fn()
+        return fn
+    except (ImportError, OSError, AttributeError):
+        return None
+
+
+memory_used = _memory_counter()
 
 _pristine = threading.local()
 
@@ -215,8 +235,9 @@ class CheckBudget:
 
     TICK = 1000
 
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
+    def __init__(self, seconds: float, memory: int = 256 * 2**20) -> None:
+        self.seconds, self.memory = seconds, memory
+        self.mem_start = 0
         self.deadline: float | None = None
         self.limit = self.ticks = 0
         self.cancelled = False
@@ -226,6 +247,7 @@ class CheckBudget:
         if self.deadline is None:
             self.deadline = time.monotonic() + self.seconds
         self.limit, self.ticks, self.why = max(steps, self.TICK), 0, ""
+        self.mem_start = memory_used() if memory_used is not None else 0
         conn.set_progress_handler(self.progress, self.TICK)
 
     def disarm(self, conn: sqlite3.Connection) -> None:
@@ -239,6 +261,8 @@ class CheckBudget:
             self.why = f"its budget of {self.limit:,} SQLite steps"
         elif self.deadline is not None and time.monotonic() > self.deadline:
             self.why = f"the checks' deadline of {self.seconds:g}s"
+        elif memory_used is not None and memory_used() - self.mem_start > self.memory:
+            self.why = f"its memory budget of {self.memory / 2**20:g} MB"
         else:
             return 0
         return 1
@@ -276,15 +300,20 @@ def table_columns(conn: sqlite3.Connection, table: str) -> tuple[str, ...]:
     return tuple(r[1] for r in conn.execute(f"PRAGMA table_info({quote(table)})").fetchall())
 
 
-def scan(conn: sqlite3.Connection, table: str) -> tuple[list[tuple[Any, ...]], list[int] | None]:
+def scan(conn: sqlite3.Connection, table: str, limit: int | None = None) -> tuple[list[tuple[Any, ...]], list[int] | None]:
     """All rows of a table in storage order: ``(rowid, *cols)`` rows and None, or, for a WITHOUT ROWID
-    table, ``(*cols)`` rows and the primary-key column indexes. Same content -> same list."""
+    table, ``(*cols)`` rows and the primary-key column indexes. Same content -> same list. With
+    ``limit``, at most that many rows are read (a table holding more is cut there)."""
     try:
-        return conn.execute(f"SELECT rowid, * FROM {quote(table)}").fetchall(), None
-    except sqlite3.OperationalError:  # WITHOUT ROWID: key by the primary key
+        cur = conn.execute(f"SELECT rowid, * FROM {quote(table)}")
+        pk = None
+    except sqlite3.OperationalError as exc:  # WITHOUT ROWID: key by the primary key
+        if "rowid" not in str(exc):
+            raise
         info = conn.execute(f"PRAGMA table_info({quote(table)})").fetchall()
         pk = [i for i, c in enumerate(info) if c[5]] or list(range(len(info)))
-        return conn.execute(f"SELECT * FROM {quote(table)}").fetchall(), pk
+        cur = conn.execute(f"SELECT * FROM {quote(table)}")
+    return (cur.fetchall() if limit is None else cur.fetchmany(limit)), pk
 
 
 def keyed(rows: list[tuple[Any, ...]], pk: list[int] | None) -> dict[Any, tuple[Any, ...]]:
@@ -569,10 +598,13 @@ class Sandbox:
     the number of SQLite VM steps one statement may take before it is interrupted.
     """
 
-    TICK = 1000
+    TICK = 100  # often enough to catch a statement whose rows are 15 MB each
 
-    def __init__(self, budget: int) -> None:
+    def __init__(self, budget: int, memory: int = 256 * 2**20) -> None:
         self.budget = max(budget, self.TICK)
+        self.memory = memory
+        self.mem_start = 0
+        self.over_memory = False
         self.readonly = False
         self.denied: str = ""
         self.ticks = 0
@@ -582,6 +614,8 @@ class Sandbox:
 
     def arm(self, conn: sqlite3.Connection, readonly: bool) -> None:
         self.readonly, self.denied, self.ticks, self.interrupted = readonly, "", 0, False
+        self.over_memory = False
+        self.mem_start = memory_used() if memory_used is not None else 0
         conn.set_authorizer(self.authorize)
         conn.set_progress_handler(self.progress, self.TICK)
 
@@ -593,6 +627,9 @@ class Sandbox:
         self.ticks += 1
         if self.ticks * self.TICK > self.budget:
             self.interrupted = True
+            return 1
+        if memory_used is not None and memory_used() - self.mem_start > self.memory:
+            self.interrupted = self.over_memory = True
             return 1
         return 0
 

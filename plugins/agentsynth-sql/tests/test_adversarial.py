@@ -18,7 +18,7 @@ from agentsynth_kernel.spec import ComponentSpec, load_pack
 from agentsynth_kernel.testing.adversarial import GENERIC_EXPLOITS, assert_unfarmable, exploits_for
 from agentsynth_sql.checkers import NoCollateral, SqlAnswer, SqlChecker
 from agentsynth_sql.exploits import sql_exploits
-from agentsynth_sql.world import pristine
+from agentsynth_sql.world import memory_used, pristine
 
 from conftest import make_env, q, x
 
@@ -236,7 +236,7 @@ def test_the_database_and_temp_tables_are_capped(files):
 
 
 def test_observations_keep_no_big_value_and_stay_under_their_cap(files):
-    env = make_env(files, max_observation_bytes=10_000)
+    env = make_env(files, max_observation_bytes=10_000, max_value_bytes=10_000_000)
     obs = q(env, "SELECT randomblob(5000000) AS b, hex(randomblob(3000)) AS h, x'0102' AS small")
     assert obs.data["rows"] == [["<blob: 5,000,000 bytes>", obs.data["rows"][0][1], b"\x01\x02"]]
     assert obs.data["rows"][0][1].endswith("…<6,000 characters>") and len(obs.data["rows"][0][1]) < 2100
@@ -246,6 +246,18 @@ def test_observations_keep_no_big_value_and_stay_under_their_cap(files):
     assert len(many.content) < 10_000 + 100
     script = q(env, ";".join(["SELECT hex(randomblob(1000))"] * 200))
     assert len(script.content) <= 10_000 + 100
+
+
+def test_one_value_and_one_statement_are_capped(files):
+    env = make_env(files, statement_memory=8_000_000)
+    big = q(env, "SELECT randomblob(2000000)")
+    assert big.error and "string or blob too big" in big.content  # max_value_bytes: 1 MB by default
+    if memory_used is None:
+        pytest.skip("this SQLite library does not export sqlite3_memory_used")
+    sort = q(env, "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r LIMIT 200) "
+                  "SELECT zeroblob(900000) || n AS b FROM r ORDER BY b")
+    assert sort.error and "used more than 7.62939 MB (statement_memory)" in sort.content
+    assert not q(env, "SELECT count(*) FROM accounts").error  # the world goes on
 
 
 # --- sql_answer ---------------------------------------------------------------------------------------
