@@ -55,20 +55,12 @@ def confine(config):
 
 
 def private_fd(fd):
-    """A copy of ``fd`` above the agent's usual range, and ``fd`` itself pointed at /dev/null."""
-    copy = os.dup(fd)
-    moved = fcntl_dupfd(copy, 100)
-    os.close(copy)
+    """A copy of ``fd`` that child processes do not inherit, and ``fd`` itself pointed at /dev/null."""
+    moved = os.dup(fd)  # non-inheritable (PEP 446)
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, fd)
     os.close(null)
     return moved
-
-
-def fcntl_dupfd(fd, low):
-    import fcntl
-
-    return fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, low)
 
 
 def capture_file(name):
@@ -146,6 +138,7 @@ def serve(config):
     responses = private_fd(1)
     os.dup2(1, 2)  # between calls both go to /dev/null
     cap = int(config.get("output_bytes", 16000))
+    null = os.open(os.devnull, os.O_RDWR)  # kept: restoring fds 1 and 2 needs no new fd (EMFILE-proof)
     cells = Cells()
     sys.path[:0] = [config.get("cwd", os.getcwd()), *config.get("paths", [])]
 
@@ -160,7 +153,17 @@ def serve(config):
         if not line:
             return
         request = json.loads(line)
-        out, err = capture_file("out"), capture_file("err")
+        try:
+            out = capture_file("out")
+        except OSError as exc:
+            send({"error": "the interpreter cannot capture output: %s (release files or descriptors)\n" % exc})
+            continue
+        try:
+            err = capture_file("err")
+        except OSError as exc:
+            os.close(out)
+            send({"error": "the interpreter cannot capture output: %s (release files or descriptors)\n" % exc})
+            continue
         sys.stdout.flush()
         sys.stderr.flush()
         os.dup2(out, 1)
@@ -177,10 +180,8 @@ def serve(config):
                     stream.flush()
                 except Exception:
                     pass
-            null = os.open(os.devnull, os.O_RDWR)
             os.dup2(null, 1)
             os.dup2(null, 2)
-            os.close(null)
         stdout, stdout_bytes = read_capture(out, cap)
         stderr, stderr_bytes = read_capture(err, cap)
         os.close(out)

@@ -219,6 +219,7 @@ _live: set[int] = set()  # pid namespaces of running sandboxes
 _roots: set[int] = set()  # host pids of the running sandboxes' bwrap processes
 _closed: set[int] = set()  # pid namespaces of sandboxes that were killed
 _worlds: set[str] = set()  # world directories of open environments
+_closed_worlds: set[str] = set()  # world directories of closed environments (must be gone)
 _lock = threading.Lock()
 
 
@@ -229,15 +230,24 @@ def _pid_ns(pid: int) -> int | None:
         return None
 
 
+def _state(pid: int) -> bytes:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return b"X"
+
+
 def processes_in(namespaces: set[int]) -> list[int]:
-    """Host pids of the processes whose pid namespace is one of ``namespaces``."""
+    """Host pids of the live processes (zombies are dead: they run nothing and are reaped by the
+    kernel as the namespace goes) whose pid namespace is one of ``namespaces``."""
     found: list[int] = []
     if not namespaces:
         return found
     for entry in os.scandir("/proc"):
         if entry.name.isdigit():
             ns = _pid_ns(int(entry.name))
-            if ns in namespaces:
+            if ns in namespaces and _state(int(entry.name)) not in (b"Z", b"X"):
                 found.append(int(entry.name))
     return found
 
@@ -269,7 +279,7 @@ def reap(namespace: int | None) -> None:
     """Kill whatever is left in ``namespace`` (normally nothing: the kernel did it)."""
     if namespace is None:
         return
-    for _ in range(50):
+    for _ in range(500):  # normally done at once; bounded, whatever the load
         left = processes_in({namespace})
         if not left:
             return
@@ -514,8 +524,11 @@ def register_world(path: Path) -> None:
 def forget_world(path: Path) -> None:
     with _lock:
         _worlds.discard(str(path))
+        _closed_worlds.add(str(path))
 
 
-def open_worlds() -> set[str]:
+def left_worlds() -> list[str]:
+    """World directories of closed environments that still exist (there must be none)."""
     with _lock:
-        return set(_worlds)
+        closed = sorted(_closed_worlds)
+    return [p for p in closed if os.path.lexists(p)]
