@@ -10,7 +10,7 @@
       # system_prompt: ..., api_base: http://localhost:8000/v1, api_key_env: MY_KEY, max_tokens: 1024,
       # parallel_tool_calls, tool_choice, params: {top_p: ...}, max_observation_chars: 20000,
       # cache: false, transport: litellm, timeout, max_retries, rpm, prices: {model: [in, out]}
-      # small_model: true, context_chars: 6000     (small_model is on by default for model: local)
+      # small_model: true, context_chars: 6000     (on by default for model: local; max_turns is then 8)
 
 Each turn sends the conversation and the environment's tools, executes the tool calls the model
 returns (parallel calls in one turn), feeds the results back, and stops on an answer without tool
@@ -56,6 +56,7 @@ _CLIENT_OPTIONS = ("timeout", "max_retries", "rpm", "concurrency", "prices")
 FINAL_ANSWER = "final_answer"
 SMALL_CONTEXT_CHARS = 6_000  # ~2k tokens of conversation: fits a 4k-token context with tools and answer
 SMALL_MAX_TOKENS = 256
+SMALL_MAX_TURNS = 8
 SMALL_SYSTEM_PROMPT = (
     "You complete tasks by calling tools. Call one tool at a time and read its result. When the task is "
     f"done, call {FINAL_ANSWER} with a short answer."
@@ -107,7 +108,7 @@ class LLMPolicy:
         self,
         model: str,
         temperature: Annotated[float, Bounds(low=0)] | None = 0.0,
-        max_turns: Annotated[int, Bounds(low=1, high=10_000)] = 20,
+        max_turns: Annotated[int, Bounds(low=1, high=10_000)] | None = None,
         system_prompt: str | None = None,
         api_base: str | None = None,
         api_key_env: str | None = None,
@@ -131,7 +132,7 @@ class LLMPolicy:
     ) -> None:
         if not isinstance(model, str) or not model:
             raise AgentsynthError("llm policy: 'model' must be a model name such as 'openai/gpt-4o-mini'")
-        if max_turns < 1:
+        if max_turns is not None and max_turns < 1:
             raise AgentsynthError(f"llm policy: max_turns must be at least 1, got {max_turns}")
         from ..llm import client_for, resolve_route
 
@@ -139,6 +140,9 @@ class LLMPolicy:
         self.model, self.temperature, self.max_turns = model, temperature, max_turns
         is_local = model == "local" or model.startswith("local/")
         self.small_model = is_local if small_model is None else bool(small_model)
+        if max_turns is None:  # a small model that never finishes should not loop for long
+            max_turns = SMALL_MAX_TURNS if self.small_model else 20
+        self.max_turns = max_turns
         default_prompt = SMALL_SYSTEM_PROMPT if self.small_model else DEFAULT_SYSTEM_PROMPT
         self.system_prompt = system_prompt if system_prompt is not None else (
             (pack.system_prompt if pack is not None and pack.system_prompt else None) or default_prompt
