@@ -217,6 +217,7 @@ def fresh_uid() -> int | None:
 
 _live: set[int] = set()  # pid namespaces of running sandboxes
 _roots: set[int] = set()  # host pids of the running sandboxes' bwrap processes
+_uids: set[int] = set()  # uids of this process's sandboxes (root mode), to tell them from other runs' sandboxes
 _closed: set[int] = set()  # pid namespaces of sandboxes that were killed
 _worlds: set[str] = set()  # world directories of open environments
 _closed_worlds: set[str] = set()  # world directories of closed environments (must be gone)
@@ -264,9 +265,14 @@ def leaked_processes() -> list[int]:
     """Processes still alive in a sandbox that was killed (there must be none): in a killed
     sandbox's pid namespace and not descended from a running sandbox (namespace ids are reused)."""
     with _lock:
-        dead, roots = _closed - _live, set(_roots)
+        dead, roots, uids = _closed - _live, set(_roots), set(_uids) or {os.getuid()}
     leaked = []
     for pid in processes_in(dead):
+        try:
+            if os.stat(f"/proc/{pid}").st_uid not in uids:
+                continue  # a sandbox of another agentsynth process that got a reused namespace id
+        except OSError:
+            continue
         current, hops = pid, 0
         while current > 1 and current not in roots and hops < 64:
             current, hops = _parent(current), hops + 1
@@ -332,6 +338,9 @@ class Process:
         self.limits, self.isolation = limits, isolation
         self.namespace: int | None = None
         self.uid = uid
+        if uid is not None:
+            with _lock:
+                _uids.add(uid)
         exe, _ = python_install()
         cwd = INSIDE_WORLD if isolation == "bwrap" else str(world)
         site = INSIDE_SITE if isolation == "bwrap" else None
