@@ -12,6 +12,8 @@ Writes ``$AGENTSYNTH_BENCH_OUT/mcp.json`` (default ``benchmarks/results/mcp.json
 3. Episode latency: the mcp-tickets pack through the engine with the oracle, concurrency 1 and 4:
    wall time, mean episode time, pass rate.
 4. Orphans: toy / tickets server processes still alive after everything closed (target 0).
+5. Hostile agents: the plugin's flood / huge-argument / nesting exploits on mcp-tickets tasks: peak RSS growth of
+   this process, the largest observation and trajectory kept (bytes), and that nothing passed.
 
 Usage: python benchmarks/bench_mcp.py [--starts N] [--calls N] [--quick]
 """
@@ -127,6 +129,41 @@ async def bench_pack(concurrency: int, only: list[str]) -> dict:
     }
 
 
+async def bench_hostile(tasks: list[str]) -> dict:
+    import resource
+
+    import msgspec
+
+    from agentsynth_kernel.episode import EpisodeConfig, run_episode
+    from agentsynth_kernel.plugins import get_host
+    from agentsynth_kernel.testing.adversarial import GENERIC_EXPLOITS
+    from agentsynth_mcp.exploits import mcp_exploits
+
+    host = get_host()
+    pack = load_pack(PACKS / "tickets")
+    chosen = [e for e in (*GENERIC_EXPLOITS, *mcp_exploits())
+              if e.name in ("mcp.flood", "mcp.nesting_and_encoding", "generic.huge_arguments", "generic.step_flood")]
+    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    largest_obs = largest_traj = passed = episodes = 0
+    for exploit in chosen:
+        for task in [t for t in pack.tasks if t.id in tasks]:
+            actions = exploit.actions
+            script = (lambda state, a=actions: a(state, pack)) if callable(actions) else list(actions)
+            config = EpisodeConfig(ComponentSpec("scripted", {"actions": script}), max_steps=30, timeout=180)
+            result = await run_episode(host, pack, task, 0, 0, config)
+            episodes += 1
+            passed += result.passed
+            largest_traj = max(largest_traj, len(msgspec.json.encode(result.trajectory)))
+            for step in result.trajectory.steps:
+                if step.observation is not None:
+                    largest_obs = max(largest_obs, len(msgspec.json.encode(step.observation)))
+    rss_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return {"exploits": [e.name for e in chosen], "episodes": episodes, "passed": passed,
+            "largest_observation_bytes": largest_obs, "largest_trajectory_bytes": largest_traj,
+            "peak_rss_growth_mb": round((rss_after - rss_before) / 1024, 1), "peak_rss_mb": round(rss_after / 1024, 1),
+            "observation_cap_bytes": 65536}
+
+
 def alive_servers() -> list[int]:
     found = []
     for proc in Path("/proc").iterdir():
@@ -149,6 +186,7 @@ async def main(args: argparse.Namespace) -> dict:
     calls = await bench_calls(args.calls)
     pack = await bench_pack(1, args.only)
     pack4 = await bench_pack(4, args.only)
+    hostile = await bench_hostile(args.only or ["close-vpn", "export-bob"])
     await asyncio.sleep(0.2)
     leftover = [p for p in alive_servers() if p not in before]
     return {
@@ -158,6 +196,7 @@ async def main(args: argparse.Namespace) -> dict:
         "server_start": start,
         "calls": calls,
         "pack_oracle": [pack, pack4],
+        "hostile_agents": hostile,
         "orphans": {"server_processes_left": len(leftover), "session_pids_alive": sum(
             1 for p in pids if Path(f"/proc/{p}").exists() and p in leftover)},
     }

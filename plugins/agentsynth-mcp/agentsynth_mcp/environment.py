@@ -6,7 +6,9 @@ a subprocess; HTTP with ``command``: a subprocess listening on ``{port}``;
 HTTP without ``command``: an already running server), connects with the
 official ``mcp`` SDK, runs the ``setup`` calls, and discovers tools, resources
 and prompts. ``step`` forwards one tool call. ``close`` stops the server and
-deletes the copy. A server that hangs or crashes fails the episode with a clear
+deletes the copy. Checkers call a separate checker session (a fresh server on
+the world by default, see :meth:`McpEnvironment.checker_session`), and the
+world is measured after every step against its quota. A server that hangs or crashes fails the episode with a clear
 error (:class:`~agentsynth_mcp.session.McpServerError`) after it was stopped.
 
 Placeholders usable in ``command``, ``args``, ``env`` values, ``cwd``, ``url``
@@ -216,6 +218,23 @@ class McpEnvironment:
     # --- Environment protocol ----------------------------------------------------------------
 
     async def reset(self, seed: int) -> Observation:
+        try:
+            return await self._reset(seed)
+        except McpServerError as exc:
+            raise self._redacted_error(exc) from exc
+
+    async def step(self, call: ToolCall) -> Observation:
+        try:
+            return await self._step(call)
+        except McpServerError as exc:
+            raise self._redacted_error(exc) from exc
+
+    def _redacted_error(self, exc: McpServerError) -> McpServerError:
+        """The error with the episode's paths as placeholders, so episode errors read the same every run."""
+        text = redact(str(exc), self._paths)
+        return exc if text == str(exc) else type(exc)(text)
+
+    async def _reset(self, seed: int) -> Observation:
         await self.close()
         spec = self.spec
         self.violation, self._checking = "", False
@@ -304,7 +323,7 @@ class McpEnvironment:
     async def tools(self) -> list[ToolSpec]:
         return list(self._tools)
 
-    async def step(self, call: ToolCall) -> Observation:
+    async def _step(self, call: ToolCall) -> Observation:
         from mcp import MCPError
 
         if self._checking:
@@ -384,7 +403,8 @@ class McpEnvironment:
                 await checker.start()
             except McpServerError as exc:  # it ran for the agent: the world the agent left keeps it down
                 await checker.close()
-                raise McpCheckFailed(f"the checker's server did not start on the world the agent left: {exc}") from exc
+                raise McpCheckFailed(redact(f"the checker's server did not start on the world the agent left: {exc}",
+                                            self._paths)) from exc
             self._checker = checker
         return self._checker
 
@@ -398,12 +418,11 @@ class McpEnvironment:
         session = await self.checker_session()
         return await self._checked(session.read_resource(uri, timeout=self.check_timeout))
 
-    @staticmethod
-    async def _checked(request: Any) -> Any:
+    async def _checked(self, request: Any) -> Any:
         try:
             return await request
         except McpServerError as exc:
-            raise McpCheckFailed(str(exc)) from exc
+            raise McpCheckFailed(redact(str(exc), self._paths)) from exc
 
     # --- limits --------------------------------------------------------------------------------
 
