@@ -14,7 +14,14 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from .testing.adversarial import Exploit, ExploitOutcome, exploits_for, leaked_answers, run_exploits_async
+from .testing.adversarial import (
+    Exploit,
+    ExploitOutcome,
+    exploits_for,
+    finish_attempts,
+    leaked_answers,
+    run_exploits_async,
+)
 
 if TYPE_CHECKING:
     from .plugins import PluginHost
@@ -68,7 +75,7 @@ async def audit_pack_async(pack: Pack, *, host: PluginHost | None = None, seed: 
     host = host or get_host()
     chosen = exploits if exploits is not None else exploits_for(pack, host)
     outcomes = await run_exploits_async(pack, chosen, seed=seed, timeout=timeout, concurrency=concurrency,
-                                        host=host)
+                                        host=host, finish=False)
     gate = asyncio.Semaphore(concurrency)
 
     async def floor(policy: str, task: Any, trial: int) -> ExploitOutcome:
@@ -77,8 +84,11 @@ async def audit_pack_async(pack: Pack, *, host: PluginHost | None = None, seed: 
                                        EpisodeConfig(ComponentSpec(policy), timeout=timeout))
         return ExploitOutcome(f"policy.{policy}", task.id, result.status, result.error_kind, result.error)
 
-    outcomes += await asyncio.gather(*(floor(p, t, trial) for p in FLOOR_POLICIES for t in pack.tasks
-                                       for trial in range(3 if p == "random" else 1)))
+    try:
+        outcomes += await asyncio.gather(*(floor(p, t, trial) for p in FLOOR_POLICIES for t in pack.tasks
+                                           for trial in range(3 if p == "random" else 1)))
+    finally:
+        finish_attempts(host, pack, len(outcomes))
     by_task = {t.id: TaskAudit(t.id) for t in pack.tasks}
     for outcome in outcomes:
         entry = by_task[outcome.task_id]

@@ -22,7 +22,7 @@ import attrs
 from .components import EpisodeState, normalize_actions
 from .errors import BudgetExceeded
 from .plugins import PluginHost
-from .records import Answer, EpisodeResult, Observation, Step, Trajectory, Usage, Verdict
+from .records import Answer, EpisodeResult, Observation, Step, ToolCall, Trajectory, Usage, Verdict
 from .spec import ComponentSpec, Pack, Task, build
 
 
@@ -132,6 +132,8 @@ def _settle(future: asyncio.Future[Any], result: Any, exc: BaseException | None)
 # print gigabytes must not make the episode (or its stored trajectory) hold them.
 MAX_OBSERVATION_CHARS = 32_000
 MAX_OBSERVATION_DATA_BYTES = 64_000
+# The same for what the agent sends: a call with larger arguments is refused (recorded, not run).
+MAX_ARGUMENT_BYTES = 256_000
 
 
 @attrs.define
@@ -263,6 +265,11 @@ class Episode:
                     done = True
                     break
                 rejected = turn.rejected.get(i)
+                size = _json_size(action.arguments) if rejected is None else 0
+                if size > MAX_ARGUMENT_BYTES:  # kept out of the world and out of the stored trajectory
+                    rejected = Observation(f"error: the arguments of this call are {size:,} bytes, more than the "
+                                           f"limit of {MAX_ARGUMENT_BYTES:,}; the call was not run", error=True)
+                    action = ToolCall(action.name, {"truncated": True, "bytes": size}, id=action.id)
                 invalid = rejected is not None or action.name not in tool_names
                 if rejected is not None:  # the policy found the call malformed: recorded, not executed
                     obs = rejected

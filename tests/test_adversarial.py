@@ -222,3 +222,36 @@ def test_an_answer_checked_pack_passes_the_world_state_gate_and_is_audited(cli, 
     code, _, _ = cli("pack", "validate", "kvanswers", "--timeout", "0.5", "--random-trials", "1", "--json", "g.json")
     gates = {g["name"]: g for g in json.loads((tmp_path / "g.json").read_text())["gates"]}
     assert code == 1 and gates["world-state-checkers"]["status"] == "fail"
+
+
+class RunEnd:
+    def __init__(self):
+        self.finished = 0
+
+    @hookimpl
+    def run_finished(self, run, results):
+        self.finished += 1
+
+
+def test_attempts_end_like_a_run_so_shared_resources_are_released(sound, host):
+    seen = RunEnd()
+    host.add_plugin(seen, "run-end")
+    run_exploits(sound, GENERIC_EXPLOITS[:1], host=host, timeout=5)
+    assert seen.finished == 1
+    audit_pack(sound, host=host, timeout=5)
+    assert seen.finished == 2  # once for the whole audit, not per part
+
+
+def test_a_call_with_huge_arguments_is_refused_by_the_kernel_and_not_kept(sound, host):
+    from agentsynth_kernel.episode import MAX_ARGUMENT_BYTES, EpisodeConfig, run_episode
+    from agentsynth_kernel.spec import ComponentSpec
+
+    script = [{"tool": "set", "arguments": {"key": "a", "value": "1" * (MAX_ARGUMENT_BYTES + 10)}}, {"answer": "x"}]
+    import asyncio
+
+    result = asyncio.run(run_episode(host, sound, sound.tasks[0], 0, 0,
+                                     EpisodeConfig(ComponentSpec("scripted", {"actions": script}), timeout=5)))
+    step = result.trajectory.steps[0]
+    assert step.invalid and step.observation.error and "the call was not run" in step.observation.content
+    assert step.action.arguments == {"truncated": True, "bytes": MAX_ARGUMENT_BYTES + 10 + len('{"key":"a","value":""}')}
+    assert result.status == "failed"  # the value was never set

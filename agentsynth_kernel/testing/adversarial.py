@@ -173,8 +173,10 @@ def exploits_for(pack: Pack, host: PluginHost | None = None) -> list[Exploit]:
 async def run_exploits_async(
     pack: Pack, exploits: Iterable[Exploit] | None = None, *, tasks: Iterable[str] | None = None, seed: int = 0,
     timeout: float = 60.0, concurrency: int = 4, max_steps: int = 30, host: PluginHost | None = None,
+    finish: bool = True,
 ) -> list[ExploitOutcome]:
-    """Play every exploit against every task it targets, each in a fresh world."""
+    """Play every exploit against every task it targets, each in a fresh world; then, unless
+    ``finish`` is false, fire ``run_finished`` so shared resources are released."""
     from ..episode import EpisodeConfig, run_episode
     from ..plugins import get_host
     from ..spec import ComponentSpec
@@ -201,7 +203,21 @@ async def run_exploits_async(
         return ExploitOutcome(exploit.name, task.id, result.status, result.error_kind, _short(detail), problem,
                               duration)
 
-    return list(await asyncio.gather(*(attempt(e, t) for e, t in plan)))
+    try:
+        return list(await asyncio.gather(*(attempt(e, t) for e, t in plan)))
+    finally:
+        if finish:
+            finish_attempts(host, pack, len(plan))
+
+
+def finish_attempts(host: PluginHost, pack: Pack, total: int) -> None:
+    """Tell the plugins the attempts are over (``run_finished``), as a run would: worlds that share
+    a resource across episodes (one browser) release it."""
+    from ..engine import RunInfo
+    from ..spec import ComponentSpec, RunSpec
+
+    info = RunInfo("adversarial", RunSpec(policy=ComponentSpec("scripted")), pack, None, total=total)
+    host.notify("run_finished", run=info, results=[])
 
 
 def run_exploits(pack: Pack, exploits: Iterable[Exploit] | None = None, **options: Any) -> list[ExploitOutcome]:
