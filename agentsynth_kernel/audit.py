@@ -21,6 +21,7 @@ from .testing.adversarial import (
     finish_attempts,
     leaked_answers,
     run_exploits_async,
+    sibling_problems,
 )
 
 if TYPE_CHECKING:
@@ -40,6 +41,8 @@ class TaskAudit:
     host_problems: list[str] = attrs.field(factory=list)
     errors: int = 0  # attempts that ended in an error (not a pass; worth a look if the world crashed)
     leaks: list[str] = attrs.field(factory=list)
+    sibling: str = ""  # "" (no perturbation for this world), "ok", "memorisable" or "not_isomorphic"
+    notes: list[str] = attrs.field(factory=list)
 
     @property
     def robust(self) -> bool:
@@ -84,9 +87,12 @@ async def audit_pack_async(pack: Pack, *, host: PluginHost | None = None, seed: 
                                        EpisodeConfig(ComponentSpec(policy), timeout=timeout))
         return ExploitOutcome(f"policy.{policy}", task.id, result.status, result.error_kind, result.error)
 
+    siblings: dict[str, tuple[str, str] | None] = {}
     try:
         outcomes += await asyncio.gather(*(floor(p, t, trial) for p in FLOOR_POLICIES for t in pack.tasks
                                            for trial in range(3 if p == "random" else 1)))
+        for task in pack.tasks:  # perturbed siblings, where the world can relabel itself
+            siblings[task.id] = await sibling_problems(pack, task, host=host, seed=seed, timeout=timeout)
     finally:
         finish_attempts(host, pack, len(outcomes))
     by_task = {t.id: TaskAudit(t.id) for t in pack.tasks}
@@ -101,6 +107,14 @@ async def audit_pack_async(pack: Pack, *, host: PluginHost | None = None, seed: 
             entry.errors += 1
     for task_id, problem in leaked_answers(pack, host):
         by_task[task_id].leaks.append(problem)
+    for task_id, found in siblings.items():
+        if found is not None:
+            entry = by_task[task_id]
+            entry.sibling, problem = found
+            if entry.sibling == "memorisable":
+                entry.farmed_by.append("sibling.replayed_transcript")
+            if problem:
+                entry.notes.append(problem)
     names = [e.name for e in chosen] + [f"policy.{p}" for p in FLOOR_POLICIES]
     return AuditReport(pack.id, list(by_task.values()), names, outcomes)
 

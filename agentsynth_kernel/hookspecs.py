@@ -51,8 +51,8 @@ if TYPE_CHECKING:
 
     from .engine import RunInfo
     from .records import EpisodeResult
-    from .spec import RunSpec
-    from .testing.adversarial import Exploit
+    from .spec import Pack, RunSpec, Task
+    from .testing.adversarial import Exploit, PerturbedTask
 
 hookspec = pluggy.HookspecMarker("agentsynth")
 hookimpl = pluggy.HookimplMarker("agentsynth")
@@ -304,6 +304,27 @@ def adversarial_exploits(environment: str) -> list[Exploit] | None:
 
 
 # --- models ----------------------------------------------------------------------------------------
+
+
+@hookspec(firstresult=True)
+def perturb_task(pack: Pack, task: Task, seed: int) -> PerturbedTask | None:
+    """A sibling of ``task`` whose world is relabelled so that its goal is isomorphic (other ids,
+    names, codes), for ``pack audit``: the pack's oracle, relabelled the same way, must pass the
+    sibling, and the original's transcript replayed as is must not (a policy cannot farm a task by
+    memorising a transcript). Return ``None`` for packs of other worlds (``firstresult``).
+    Called synchronously.
+
+    Example::
+
+        from agentsynth_kernel.testing.adversarial import PerturbedTask
+
+        @hookimpl
+        def perturb_task(pack, task, seed):
+            if pack.environment is None or pack.environment.type != "counter":
+                return None
+            mapping = {"7": "9"}
+            return PerturbedTask.by_mapping(pack, task, mapping, environment={"start": 2})
+    """
 
 
 @hookspec(firstresult=True)

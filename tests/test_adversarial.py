@@ -255,3 +255,31 @@ def test_a_call_with_huge_arguments_is_refused_by_the_kernel_and_not_kept(sound,
     assert step.invalid and step.observation.error and "the call was not run" in step.observation.content
     assert step.action.arguments == {"truncated": True, "bytes": MAX_ARGUMENT_BYTES + 10 + len('{"key":"a","value":""}')}
     assert result.status == "failed"  # the value was never set
+
+
+class KVPerturb:
+    """A throw-away world plugin that relabels the kv world's keys (a -> q)."""
+
+    @hookimpl
+    def perturb_task(self, pack, task, seed):
+        from agentsynth_kernel.testing.adversarial import PerturbedTask
+
+        if pack.environment is None or pack.environment.type != "kv":
+            return None
+        initial = {("q" if k == "a" else k): v for k, v in pack.environment.params.get("initial", {}).items()}
+        return PerturbedTask.by_mapping(pack, task, {"a": "q"}, environment={"initial": initial})
+
+
+def test_perturbed_siblings_catch_memorised_transcripts(sound, host):
+    host.add_plugin(KVPerturb(), "kv-perturb")
+    from agentsynth_kernel.testing.adversarial import PerturbedTask
+
+    sibling = host.pm.hook.perturb_task(pack=sound, task=sound.tasks[0], seed=0)
+    assert isinstance(sibling, PerturbedTask)
+    assert sibling.task.instruction == "Set q to 1" and sibling.task.checkers[0].params["key"] == "q"
+    assert sibling.pack.base_dir == sound.base_dir and [t.id for t in sibling.pack.tasks] == ["set-a"]
+    report = {t.task_id: t for t in audit_pack(sound, host=host, timeout=5).tasks}
+    # set-a: the relabelled oracle passes the sibling, the original transcript (set a) does not
+    assert report["set-a"].sibling == "ok" and report["set-a"].robust
+    # count: relabelling keys does not change the answer, so the memorised answer still passes
+    assert report["count"].sibling == "memorisable" and "sibling.replayed_transcript" in report["count"].farmed_by

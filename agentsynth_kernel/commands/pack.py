@@ -295,7 +295,7 @@ def _audit_problem(entry: Any) -> str:
     parts = []
     if entry.farmed_by:
         parts.append("passed by " + ", ".join(entry.farmed_by))
-    parts += entry.leaks + [f"host touched: {p}" for p in entry.host_problems]
+    parts += entry.leaks + [f"host touched: {p}" for p in entry.host_problems] + entry.notes
     return "; ".join(parts)
 
 
@@ -399,12 +399,12 @@ def _print_audit(report: Any, min_robustness: float) -> None:
 
     console = Console()
     table = Table(title=f"pack {report.pack} · {len(report.exploits)} attempts per task")
-    for column in ("task", "attempts", "errors", "result", "passed by / problem"):
+    for column in ("task", "attempts", "errors", "sibling", "result", "passed by / problem"):
         table.add_column(column, justify="right" if column in ("attempts", "errors") else "left")
     for entry in report.tasks:
         mark = "[green]robust[/]" if entry.robust else "[red]FARMABLE[/]"
-        table.add_row(entry.task_id, str(entry.attempts), str(entry.errors or ""), mark,
-                      _audit_problem(entry) if not entry.robust else "")
+        table.add_row(entry.task_id, str(entry.attempts), str(entry.errors or ""), entry.sibling or "-", mark,
+                      _audit_problem(entry) if not entry.robust else "; ".join(entry.notes))
     console.print(table)
     ok = report.robustness >= min_robustness
     colour = "green" if ok else "red"

@@ -238,6 +238,95 @@ def assert_unfarmable(pack: Pack, exploits: Iterable[Exploit] | None = None, **o
     return outcomes
 
 
+# --- perturbed siblings: a memorised transcript must not pass --------------------------------------
+
+
+@attrs.frozen
+class PerturbedTask:
+    """A sibling of a task with its world relabelled (other ids, names, codes) so that its goal is
+    isomorphic. ``pack`` holds the sibling ``task``; ``relabel`` maps a string of the original task
+    (a tool argument, an answer) to the sibling's, so the oracle's actions can be carried over."""
+
+    pack: Pack
+    task: Task
+    relabel: Callable[[str], str]
+
+    @classmethod
+    def by_mapping(cls, pack: Pack, task: Task, mapping: dict[str, str],
+                   environment: dict[str, Any] | None = None) -> PerturbedTask:
+        """Relabel every whole occurrence of each key of ``mapping`` in the task's instruction and
+        checker parameters; ``environment`` (already relabelled by the world plugin, e.g. its seed
+        data) is merged over the task's environment."""
+        import re as _re
+
+        keys = sorted(mapping, key=len, reverse=True)
+        pattern = _re.compile(r"(?<!\w)(" + "|".join(_re.escape(k) for k in keys) + r")(?!\w)") if keys else None
+
+        def relabel(text: str) -> str:
+            return pattern.sub(lambda m: mapping[m.group(1)], text) if pattern is not None else text
+
+        sibling = attrs.evolve(
+            task, id=task.id, instruction=relabel(task.instruction),
+            checkers=[attrs.evolve(c, params=relabel_data(c.params, relabel)) for c in task.checkers],
+            environment={**task.environment, **(environment or {})},
+        )
+        return cls(sibling_pack(pack, sibling), sibling, relabel)
+
+
+def relabel_data(value: Any, relabel: Callable[[str], str]) -> Any:
+    """Plain data (and Actions) with every string passed through ``relabel``."""
+    from ..records import Answer, ToolCall
+
+    if isinstance(value, str):
+        return relabel(value)
+    if isinstance(value, dict):
+        return {k: relabel_data(v, relabel) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [relabel_data(v, relabel) for v in value]
+    if isinstance(value, ToolCall):
+        return ToolCall(value.name, relabel_data(value.arguments, relabel), id=value.id)
+    if isinstance(value, Answer):
+        return Answer(relabel(value.content))
+    return value
+
+
+def sibling_pack(pack: Pack, task: Task) -> Pack:
+    """``pack`` holding only ``task``, with the loader's fields (folder, source, hash) kept."""
+    out = attrs.evolve(pack, tasks=[task])
+    for name in ("base_dir", "source", "content_hash"):
+        object.__setattr__(out, name, getattr(pack, name))
+    return out
+
+
+async def sibling_problems(pack: Pack, task: Task, *, host: PluginHost, seed: int = 0,
+                           timeout: float = 60.0) -> tuple[str, str] | None:
+    """For a world that can perturb tasks: (``ok``, ""), or (kind, problem) when the original's
+    transcript passes the perturbed sibling (``memorisable``) or the relabelled oracle does not
+    (``not_isomorphic``: a perturbation bug, not a farm); None when the world has no perturbation."""
+    from ..builtins.policies import _oracle_script
+    from ..episode import EpisodeConfig, run_episode
+    from ..spec import ComponentSpec
+
+    if pack.oracle_path is None or not pack.oracle_path.is_file():
+        return None
+    sibling = host.pm.hook.perturb_task(pack=pack, task=task, seed=seed)
+    if sibling is None:
+        return None
+    original = _oracle_script(pack.oracle_path, task)
+
+    async def play(actions: list[Any]) -> Any:
+        config = EpisodeConfig(ComponentSpec("scripted", {"actions": actions}), timeout=timeout)
+        return await run_episode(host, sibling.pack, sibling.task, 0, seed, config)
+
+    carried = await play([relabel_data(a, sibling.relabel) for a in original])
+    if not carried.passed:
+        return "not_isomorphic", f"the oracle, relabelled, does not pass the perturbed sibling ({carried.error or carried.status})"
+    replayed = await play(list(original))
+    if replayed.passed:
+        return "memorisable", "the original's transcript, replayed as is, passes the perturbed sibling"
+    return "ok", ""
+
+
 # --- answers leaked in the task text ---------------------------------------------------------------
 
 ANSWER_CHECKERS = ("answer_contains", "answer_number")  # the kernel's checkers that read the answer only
