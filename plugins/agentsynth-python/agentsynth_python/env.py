@@ -38,9 +38,10 @@ from .sandbox import (
     chown_tree,
     death_reason,
     forget_world,
-    fresh_uid,
+    claim_uid,
     package_paths,
     register_world,
+    release_uid,
     resolve_isolation,
 )
 
@@ -102,7 +103,8 @@ _SHELL = {"type": "object", "properties": {"command": {"type": "string", "descri
 class PythonEnvironment:
     """One episode's sandboxed Python world (see the module docstring)."""
 
-    def __init__(self, spec: PythonEnvSpec | None = None, base_dir: Path | None = None, **params: Any) -> None:
+    def __init__(self, spec: PythonEnvSpec | None = None, base_dir: Path | None = None, task: Any = None,
+                 **params: Any) -> None:
         self.spec = spec if spec is not None else PythonEnvSpec(**params)
         self.base_dir = Path(base_dir) if base_dir is not None else Path.cwd()
         self.isolation = resolve_isolation(self.spec.isolation)
@@ -123,6 +125,7 @@ class PythonEnvironment:
         self.frozen = False
         self._files: dict[str, tuple[int, int]] = {}
         self.restarts = 0
+        self.task_id = str(getattr(task, "id", ""))
 
     # --- Environment protocol (sync: the engine runs it on the episode's worker thread) ---------
 
@@ -135,7 +138,7 @@ class PythonEnvironment:
         register_world(self._root)
         if self.source is not None:
             seed_world(self.source, self.world)
-        self.uid = fresh_uid() if self.isolation == "bwrap" else None
+        self.uid = claim_uid(f"{self.task_id}:{seed}") if self.isolation == "bwrap" else None
         chown_tree(self.world, self.uid)
         self._start()
         self._files, _, _ = scan(self.world, self.spec.max_files)
@@ -181,6 +184,8 @@ class PythonEnvironment:
             shutil.rmtree(self._root, ignore_errors=True)
             forget_world(self._root)
         self._root = self.world = None
+        release_uid(self.uid)
+        self.uid = None
 
     # --- the agent's process --------------------------------------------------------------------
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 import functools
 import json
 import os
-import secrets
 import selectors
 import shutil
 import signal
@@ -193,7 +192,7 @@ def bwrap_argv(world: Path, *, writable: bool, limits: Limits, packages: list[tu
             argv += ["--ro-bind", host_path, f"{INSIDE_CHECK}/{name}"]
     argv += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(limits.tmp_bytes),
              "--tmpfs", "/tmp", "--bind" if writable else "--ro-bind", str(world), INSIDE_WORLD,
-             "--chdir", INSIDE_WORLD, "--clearenv"]
+             "--chdir", INSIDE_WORLD, "--hostname", "sandbox", "--clearenv"]
     if status_fd is not None:
         argv += ["--json-status-fd", str(status_fd)]
     return argv
@@ -208,9 +207,31 @@ def sandbox_env(seed: int, home: str) -> dict[str, str]:
             "TMPDIR": "/tmp", "USER": "sandbox"}
 
 
-def fresh_uid() -> int | None:
-    """A uid no other process uses (root only: the sandbox drops to it), else None."""
-    return 1_000_000 + secrets.randbelow(1_000_000_000) if privileged() else None
+_uids_in_use: set[int] = set()
+
+
+def claim_uid(key: str) -> int | None:
+    """A uid for one episode's sandbox (root only: the sandbox drops to it), else None.
+
+    Derived from ``key`` (task and seed), so what the agent sees (``id``, ``ls -l``) is the same
+    in two runs with the same seed; never one that a running sandbox of this process holds, so
+    concurrent episodes (even of the same task and seed) never share an RLIMIT_NPROC count."""
+    if not privileged():
+        return None
+    import hashlib
+
+    uid = 1_000_000 + int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big") % 1_000_000_000
+    with _lock:
+        while uid in _uids_in_use:
+            uid = 1_000_000 + (uid - 1_000_000 + 1) % 1_000_000_000
+        _uids_in_use.add(uid)
+    return uid
+
+
+def release_uid(uid: int | None) -> None:
+    if uid is not None:
+        with _lock:
+            _uids_in_use.discard(uid)
 
 
 # --- process bookkeeping: what is alive, what must be dead ---------------------------------------
