@@ -219,6 +219,7 @@ def evaluate(config):
     sys.path[:] = [p for p in sys.path if p and not p.startswith(config.get("cwd", "/world"))]
     sys.path.extend(config.get("paths", []))
     if request.get("world_on_path"):
+        sys.pycache_prefix = "/tmp/.pycache"  # never a __pycache__ the agent planted next to its source
         sys.path.insert(0, config.get("cwd", os.getcwd()))
     try:
         if request.get("setup"):

@@ -371,8 +371,7 @@ class Process:
         config = {"mode": mode, "limits": limits.runner(), "uid": uid, "cwd": cwd, "paths": paths,
                   "output_bytes": limits.output_bytes, **(extra or {})}
         runner = INSIDE_RUNNER if isolation == "bwrap" else str(RUNNER)
-        flags = ["-I", "-S", "-B"] + (["-X", "pycache_prefix=/tmp/.pycache"] if mode != "serve" else [])
-        command = [exe, *flags, runner, json.dumps(config), MARKER]
+        command = [exe, "-I", "-S", "-B", runner, json.dumps(config), MARKER]
         self._stderr = tempfile.TemporaryFile()
         status_r = status_w = None
         self._status: Any = None
