@@ -14,4 +14,12 @@ if [ -n "$MISSING" ]; then
     $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q $MISSING
 fi
 python3 -m pip install -q --upgrade "nox>=2024.10" "uv>=0.4"
+# llama-cpp-python (agentsynth-local's runtime) is source-only on PyPI: compile it once per machine and
+# version into a wheelhouse that every nox venv installs from (UV_FIND_LINKS, set by .ci/run); uv alone
+# was seen rebuilding it (6 min on 2 idle cores, ~1 h on a loaded machine) for each new venv
+WHEELS="${AGENTSYNTH_WHEELHOUSE:-$HOME/.cache/agentsynth/wheels}"
+mkdir -p "$WHEELS"
+echo "building or reusing the llama-cpp-python wheel in $WHEELS (a few minutes the first time)"
+CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" python3 -m pip wheel -q --no-deps --find-links "$WHEELS" -w "$WHEELS" \
+    "llama-cpp-python>=0.3.7"
 echo "set-up done: run the tests with: nox -t tests"
