@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 
 from click.testing import CliRunner
+from test_calibrate_run import run_dir  # noqa: F401 (the module-scoped run of five known outcomes)
+from test_llm_judge import GOOD, scores_json
 
 from agentsynth_judge import LLMJudge
 from agentsynth_kernel.cli import cli
 from agentsynth_kernel.testing import reply
 from conftest import PASS, read, traj, write_spec
-from test_calibrate_run import run_dir  # noqa: F401 (the module-scoped run of five known outcomes)
-from test_llm_judge import GOOD, scores_json
 
 LONG = traj(*[read(f"k{i}", "v" * 3000) for i in range(30)], "x" * 8000)
 
