@@ -20,6 +20,7 @@ import json
 import secrets
 import shutil
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Annotated, Any
@@ -38,6 +39,7 @@ from .sandbox import (
     chown_tree,
     death_reason,
     forget_world,
+    memory_of,
     claim_uid,
     package_paths,
     register_world,
@@ -125,6 +127,7 @@ class PythonEnvironment:
         self.frozen = False
         self._files: dict[str, tuple[int, int]] = {}
         self.restarts = 0
+        self._killed_why = ""
         self.task_id = str(getattr(task, "id", ""))
 
     # --- Environment protocol (sync: the engine runs it on the episode's worker thread) ---------
@@ -200,6 +203,28 @@ class PythonEnvironment:
             self.proc = None
             raise SandboxError(f"agentsynth-python: the sandbox did not start ({why or 'no handshake'}): "
                                f"{detail or 'no error output'}")
+        self._killed_why = ""
+        proc = self.proc
+        threading.Thread(target=self._guard, args=(proc,), daemon=True, name="agentsynth-python-guard").start()
+
+    def _guard(self, proc: Process) -> None:
+        """Between and during calls: the world's quota, and the memory of all the sandbox's
+        processes together (RLIMIT_AS bounds each process, not their sum). Kills the sandbox."""
+        while proc.alive() and not proc.killed:
+            if self.world is None:
+                return
+            why = self._watchdog()
+            if why:
+                self.violation = self.violation or why
+                proc.terminate()
+                return
+            used = memory_of(proc.namespace)
+            if used > self.spec.memory_bytes:
+                self._killed_why = (f"killed: the sandbox's processes used {used:,} bytes of memory together, more "
+                                    f"than {self.spec.memory_bytes:,} (memory_bytes)")
+                proc.terminate()
+                return
+            time.sleep(0.25)
 
     def _stop(self) -> None:
         if self.proc is not None:
@@ -254,11 +279,13 @@ class PythonEnvironment:
                 pass
         code = proc.proc.poll()
         self._stop()
+        if self.violation:
+            why = self.violation
         if why == "timeout":
             text = (f"error: the call ran past its wall-time limit of {self.spec.wall_seconds:g} s; every process of "
                     "the sandbox was killed")
         elif why == "eof":
-            text = f"error: the Python process ended: {death_reason(code, self.spec.limits)}"
+            text = f"error: the Python process ended: {self._killed_why or death_reason(code, self.spec.limits)}"
         elif why == "oversized" or why == "garbled":
             text = "error: the Python process wrote garbage to its control channel; it was killed"
         else:  # the watchdog

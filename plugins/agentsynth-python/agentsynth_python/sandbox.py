@@ -282,6 +282,22 @@ def _parent(pid: int) -> int:
         return 0
 
 
+def memory_of(namespace: int | None) -> int:
+    """Bytes of memory the processes of a sandbox use together (proportional set size: shared
+    pages are split between the processes that share them)."""
+    total = 0
+    for pid in processes_in({namespace} if namespace is not None else set()):
+        try:
+            with open(f"/proc/{pid}/smaps_rollup", "rb") as f:
+                for line in f:
+                    if line.startswith(b"Pss:"):
+                        total += int(line.split()[1]) * 1024
+                        break
+        except (OSError, ValueError):
+            continue
+    return total
+
+
 def leaked_processes() -> list[int]:
     """Processes still alive in a sandbox that was killed (there must be none): in a killed
     sandbox's pid namespace and not descended from a running sandbox (namespace ids are reused)."""
@@ -502,6 +518,14 @@ class Process:
     def stderr_text(self, limit: int = 2000) -> str:
         self._stderr.seek(0)
         return self._stderr.read(limit).decode("utf-8", "replace").strip()
+
+    def terminate(self) -> None:
+        """Kill every process of the sandbox, from another thread (the owner then sees EOF)."""
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        reap(self.namespace)
 
     def kill(self) -> None:
         """Kill the whole sandbox: bwrap's group, then anything left in its pid namespace."""

@@ -243,3 +243,24 @@ def test_concurrent_sandboxes_are_separate(make_env):
     for t in threads:
         t.join()
     assert "mine.txt" in results["a"] and "mine.txt" not in results["b"]
+
+
+def test_a_background_writer_is_stopped_between_calls(make_env):
+    import time
+
+    env = make_env(max_world_bytes=4 * 2**20, max_file_bytes=2**20)
+    run(env, "import subprocess\nsubprocess.Popen(['sh', '-c', 'i=0; while :; do i=$((i+1)); "
+             "head -c 1000000 /dev/zero > f$i; done'])")
+    deadline = time.monotonic() + 120  # a bound on a hang, not a speed requirement
+    while not env.violation and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert "max_world_bytes" in env.violation
+    assert "the world was stopped" in run(env, "1").content
+
+
+def test_the_memory_of_all_processes_together_is_bounded(make_env):
+    env = make_env(memory_bytes=128 * 2**20, wall_seconds=120)
+    obs = run(env, "import subprocess, sys\nkids = [subprocess.Popen([sys.executable, '-c', "
+                   "'import time; x = b\"x\" * (60 * 2**20); time.sleep(600)']) for _ in range(6)]\n"
+                   "[k.wait() for k in kids]")
+    assert obs.error and "memory together" in obs.content and "memory_bytes" in obs.content
