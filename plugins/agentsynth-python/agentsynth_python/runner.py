@@ -96,7 +96,7 @@ class Cells:
         import traceback
 
         self.count += 1
-        name = "<cell %d>" % self.count
+        name = f"<cell {self.count}>"
         linecache.cache[name] = (len(code), None, code.splitlines(True), name)
         try:
             tree = ast.parse(code, name, "exec")
@@ -111,7 +111,7 @@ class Cells:
                     return (text if len(text) <= 20000 else text[:20000] + "..."), ""
             return None, ""
         except SystemExit as exc:
-            return None, "SystemExit: %r (the interpreter keeps running)\n" % (exc.code,)
+            return None, f"SystemExit: {exc.code!r} (the interpreter keeps running)\n"
         except BaseException as exc:
             tb = exc.__traceback__
             while tb is not None and tb.tb_frame.f_code.co_filename == __file__:
@@ -129,8 +129,8 @@ def shell(command):
             os._exit(127)
     _, status = os.waitpid(pid, 0)
     if os.WIFSIGNALED(status):
-        return "killed by signal %d" % os.WTERMSIG(status)
-    return "exit status %d" % os.WEXITSTATUS(status)
+        return f"killed by signal {os.WTERMSIG(status)}"
+    return f"exit status {os.WEXITSTATUS(status)}"
 
 
 def serve(config):
@@ -156,13 +156,13 @@ def serve(config):
         try:
             out = capture_file("out")
         except OSError as exc:
-            send({"error": "the interpreter cannot capture output: %s (release files or descriptors)\n" % exc})
+            send({"error": f"the interpreter cannot capture output: {exc} (release files or descriptors)\n"})
             continue
         try:
             err = capture_file("err")
         except OSError as exc:
             os.close(out)
-            send({"error": "the interpreter cannot capture output: %s (release files or descriptors)\n" % exc})
+            send({"error": f"the interpreter cannot capture output: {exc} (release files or descriptors)\n"})
             continue
         sys.stdout.flush()
         sys.stderr.flush()
@@ -228,7 +228,7 @@ def evaluate(config):
         message = {"value": value}
         text = dumps(message)
     except BaseException as exc:  # a failed expression is a failed check, with the reason
-        text = dumps({"error": "%s: %s" % (type(exc).__name__, str(exc)[:2000])})
+        text = dumps({"error": f"{type(exc).__name__}: {str(exc)[:2000]}"})
     write(result_fd, (nonce + " " + text + "\n").encode())
     os._exit(0)  # no atexit hook of an imported module runs after the result
 
@@ -245,7 +245,7 @@ def main():
         argv = config["argv"]
         os.execvp(argv[0], argv)
     else:
-        raise SystemExit("unknown mode %r" % (mode,))
+        raise SystemExit(f"unknown mode {mode!r}")
 
 
 if __name__ == "__main__":
