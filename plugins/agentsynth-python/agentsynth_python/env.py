@@ -211,8 +211,6 @@ class PythonEnvironment:
         """Between and during calls: the world's quota, and the memory of all the sandbox's
         processes together (RLIMIT_AS bounds each process, not their sum). Kills the sandbox."""
         while proc.alive() and not proc.killed:
-            if self.world is None:
-                return
             why = self._watchdog()
             if why:
                 self.violation = self.violation or why
@@ -232,8 +230,10 @@ class PythonEnvironment:
             self.proc = None
 
     def _watchdog(self) -> str | None:
-        assert self.world is not None
-        files, total, over = scan(self.world, self.spec.max_files)
+        world = self.world  # read once: the guard thread may run while close() clears it
+        if world is None:
+            return None
+        files, total, over = scan(world, self.spec.max_files)
         if over:
             return f"the world holds more than {self.spec.max_files:,} files (max_files)"
         if total > self.spec.max_world_bytes:
