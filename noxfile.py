@@ -82,5 +82,16 @@ def real_llm(session: nox.Session) -> None:
     session.run("pytest", "plugins/agentsynth-local/tests", "-m", "real_llm", "-s", *_junit("real-llm"),
                 *session.posargs, env={**TEST_ENV, "AGENTSYNTH_REAL_LLM": "1"})
 
+
+@nox.session(name="rl-train", venv_backend="virtualenv")
+def rl_train(session: nox.Session) -> None:
+    """agentsynth-rl with the real GRPOTrainer (trl, transformers, torch on the CPU), the core pack and
+    OpenEnv: every test of the plugin, the training ones included. Not part of ``-t tests``: torch is
+    ~900 MB and a training test takes a minute. pip (not uv) so torch==2.13.0 is the CPU wheel on disk."""
+    session.install("torch==2.13.0")
+    session.install("-e", ".[test]", "-e", "plugins/agentsynth-sql", "-e", "plugins/agentsynth-rl[test,trl,openenv]")
+    session.run("pytest", "plugins/agentsynth-rl/tests", *_junit("rl-train"), *session.posargs, env=TEST_ENV)
+
+
 if os.environ.get("CI"):
     nox.options.reuse_existing_virtualenvs = False

@@ -81,7 +81,8 @@ class VerdictReward:
     Rows name their task with a ``task_id`` column (see :func:`dataset_rows`); a task outside
     ``split`` (``train`` by default) is refused. An episode that could not be checked (a broken
     world, a failing checker) scores ``None``, which TRL leaves out rather than counting as 0.
-    ``last`` holds the details of the last batch (status, verdicts, split, seed, drift).
+    ``last`` holds the details of the last batch (status, verdicts, split, seed, drift); under TRL
+    the task id, split, seed and status also go to the completions table (``log_extra``).
     """
 
     def __init__(self, pack: Pack | str | Path, *, split: str = "train", reward: RewardMode = "pass",
@@ -123,6 +124,10 @@ class VerdictReward:
                 return await self._replay(tasks[i], int(seeds[i]), completions[i])
 
         self.last = list(await asyncio.gather(*(one(i) for i in range(n))))
+        log_extra = kwargs.get("log_extra")
+        if callable(log_extra):  # TRL's completions table: which task, split and seed, and what the checkers said
+            for column in ("task_id", "split", "seed", "status"):
+                log_extra(column, [d[column] for d in self.last])
         return [d["reward"] for d in self.last]
 
     async def _replay(self, task: Any, seed: int, completion: Any) -> dict[str, Any]:
