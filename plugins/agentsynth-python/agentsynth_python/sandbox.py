@@ -365,6 +365,23 @@ def death_reason(returncode: int | None, limits: Limits) -> str:
 
 # --- one sandboxed process ----------------------------------------------------------------------
 
+# bwrap's --die-with-parent (PR_SET_PDEATHSIG) fires when the THREAD that started it exits, not
+# the process: a sandbox started on a short-lived worker thread would die mid-episode. Every
+# sandbox is started from this one thread, which lives as long as agentsynth does.
+_SPAWNER: Any = None
+
+
+def _popen(*args: Any, **kwargs: Any) -> subprocess.Popen[bytes]:
+    global _SPAWNER
+    from concurrent.futures import ThreadPoolExecutor
+
+    with _lock:
+        if _SPAWNER is None:
+            _SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agentsynth-python-spawner")
+        spawner = _SPAWNER
+    return spawner.submit(subprocess.Popen, *args, **kwargs).result()
+
+
 
 class Process:
     """One sandboxed runner process with pipes to it (see runner.py for its modes)."""
@@ -405,10 +422,10 @@ class Process:
         else:
             argv, env = command, variables
         try:
-            with _lock:  # registered before it can have children: see leaked_processes
-                self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
-                                             cwd=str(world), env=env,
-                                             start_new_session=True, pass_fds=(status_w,) if status_w else ())
+            self.proc = _popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
+                               cwd=str(world), env=env, start_new_session=True,
+                               pass_fds=(status_w,) if status_w else ())
+            with _lock:  # registered before its sandbox can have children: see leaked_processes
                 _roots.add(self.proc.pid)
         except OSError as exc:
             raise SandboxError(f"agentsynth-python: cannot start the sandbox: {exc}") from exc

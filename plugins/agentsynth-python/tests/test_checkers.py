@@ -11,7 +11,7 @@ import pytest
 from agentsynth_kernel import ToolCall
 from agentsynth_python import PythonEnvironment
 from agentsynth_python.checkers import PythonFile, PythonStdout, PythonValue
-from agentsynth_python.sandbox import processes_in
+from agentsynth_python.sandbox import chown_tree, processes_in
 from conftest import needs_bwrap
 
 pytestmark = needs_bwrap
@@ -151,3 +151,18 @@ def test_pack_files_are_seeded_and_private_per_episode(env, tmp_path):
     finally:
         other.close()
     assert Path(tmp_path / "seed" / "data.json").read_text() == '{"a": {"b": [1, 2.5]}}'
+
+
+def test_world_imports_ignore_planted_bytecode(env):
+    import py_compile
+
+    world = env.world
+    (world / "mod.py").write_text("x = 2\n")  # the bytecode the agent wants the checker to run
+    py_compile.compile(str(world / "mod.py"), cfile=str(world / "__pycache__" / "mod.cpython-311.pyc"))
+    stat = (world / "mod.py").stat()
+    (world / "mod.py").write_text("x = 1\n")  # the source anyone reads: same size, same mtime
+    os.utime(world / "mod.py", ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    chown_tree(world, env.uid)  # as if the agent had written them
+    assert "2" in env.step(ToolCall("python_exec", {"code": "import mod\nmod.x"})).content  # a plain import runs it
+    verdict = PythonValue(expr="mod.x", setup="import mod", world_on_path=True, equals=1).check(env, None)
+    assert verdict.passed, verdict.detail

@@ -264,3 +264,54 @@ def test_the_memory_of_all_processes_together_is_bounded(make_env):
                    "'import time; x = b\"x\" * (60 * 2**20); time.sleep(600)']) for _ in range(6)]\n"
                    "[k.wait() for k in kids]")
     assert obs.error and "memory together" in obs.content and "memory_bytes" in obs.content
+
+
+def test_a_sandbox_outlives_the_thread_that_started_it(tmp_path):
+    # bwrap's parent-death signal follows the starting THREAD: sandboxes are started from one
+    # long-lived thread, so an engine worker thread that ends does not kill a running episode
+    env = PythonEnvironment(base_dir=tmp_path)
+    try:
+        starter = threading.Thread(target=env.reset, args=(0,))
+        starter.start()
+        starter.join()
+        run(env, "x = 41")
+        obs = run(env, "x + 1")
+        assert obs.content == "42" and env.restarts == 0
+    finally:
+        env.close()
+
+
+CHILD = """
+import sys, time
+from agentsynth_python import PythonEnvironment
+from agentsynth_kernel import ToolCall
+env = PythonEnvironment()
+env.reset(0)
+env.step(ToolCall("python_exec", {"code": "import os\\nif os.fork() == 0:\\n    os.setsid()\\n    import time\\n"
+                                          "    while True: time.sleep(1)"}))
+print(env.proc.namespace, flush=True)
+time.sleep(600)  # SIGKILLed here, without closing anything
+"""
+
+
+def test_every_sandbox_process_dies_when_agentsynth_is_sigkilled(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    (tmp_path / "child.py").write_text(CHILD)
+    proc = subprocess.Popen([sys.executable, "child.py"], cwd=tmp_path, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()
+        assert line.strip().isdigit(), proc.stderr.read()
+        namespace = int(line)
+        assert len(processes_in({namespace})) >= 2
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    deadline = time.monotonic() + 60  # a bound on a hang, not a speed requirement
+    while processes_in({namespace}) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert processes_in({namespace}) == []
