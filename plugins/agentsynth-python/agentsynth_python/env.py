@@ -352,6 +352,8 @@ class PythonEnvironment:
         proc = Process(world=world, isolation=self.isolation, limits=limits, mode=mode, seed=self.seed,
                        packages=self.packages, writable=False, check_files=check_files, uid=self.uid,
                        extra={"argv": argv} if argv is not None else None)
+        guard = threading.Thread(target=self._memory_guard, args=(proc,), daemon=True, name="agentsynth-python-guard")
+        guard.start()
         try:
             if request is not None:
                 proc.send(request)
@@ -366,6 +368,14 @@ class PythonEnvironment:
             return data, why, code
         finally:
             proc.kill()
+
+    def _memory_guard(self, proc: Process) -> None:
+        """A checker's processes run the agent's code when they import it: bound their sum too."""
+        while proc.alive() and not proc.killed:
+            if memory_of(proc.namespace) > self.spec.memory_bytes:
+                proc.terminate()
+                return
+            time.sleep(0.25)
 
     def evaluate(self, expr: str, *, setup: str = "", world_on_path: bool = False,
                  check_files: list[tuple[str, str]] | None = None) -> Any:
