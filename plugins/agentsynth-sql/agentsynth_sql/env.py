@@ -21,6 +21,8 @@ from agentsynth_kernel.spec import InvalidValue
 from .world import (
     AllowedChanges,
     Change,
+    borrow_copy,
+    give_back,
     CheckBudget,
     CheckBudgetExceeded,
     Sandbox,
@@ -130,8 +132,10 @@ class SqlEnvironment:
         self.budget = CheckBudget(self.spec.check_seconds, self.spec.statement_memory)
         self._end: sqlite3.Connection | None = None  # what checkers read (see end_state)
         self._end_owned = False
+        self._end_size = 0
         self._end_catalog: frozenset[Any] = frozenset()
         self._check_lock = threading.Lock()
+        self._capped = False
         self._diff_error: str | None = None
         self.grown = False
 
@@ -162,9 +166,7 @@ class SqlEnvironment:
         # not bound to one thread: a sync checker of another plugin may read it from the episode's worker
         self.conn = open_copy(self.snapshot, foreign_keys=s.foreign_keys, check_same_thread=False,
                               max_value=s.max_value_bytes)
-        pages = max(1, s.max_db_bytes // self.conn.execute("PRAGMA page_size").fetchone()[0])
-        self.conn.execute(f"PRAGMA main.max_page_count = {pages}")  # the agent cannot change PRAGMAs
-        self.conn.execute(f"PRAGMA temp.max_page_count = {pages}")
+        self._capped = False  # max_page_count is set before the agent's first statement
         self.allowed.check_against(self.snapshot, self.conn)
         self._start_marks = (self.conn.total_changes, self.snapshot.schema_version)
         self.sandbox.written, self.sandbox.schema_touched = set(), False
@@ -216,8 +218,8 @@ class SqlEnvironment:
         self.budget.cancelled = True
         if self._check_lock.acquire(timeout=30):
             try:
-                if self._end is not None and self._end_owned:
-                    self._end.close()
+                if self._end is not None and self._end_owned and self.snapshot is not None:
+                    give_back(self.snapshot, self._end, self._end_size)
                 self._end = None
             finally:
                 self._check_lock.release()
@@ -231,6 +233,8 @@ class SqlEnvironment:
             return Observation("error: no SQL statement given", error=True)
         if params and len(statements) > 1:
             return Observation("error: 'params' can only be used with a single statement", error=True)
+        if not self._capped:
+            self._cap_size()
         outputs: list[str] = []
         data: list[dict[str, Any]] = []
         room = self.spec.max_observation_bytes  # what this observation may still hold (text and data)
@@ -261,6 +265,16 @@ class SqlEnvironment:
         if len(text) > limit:
             text = text[:limit] + f"\n... (output cut at {limit:,} characters)"
         return Observation(text, data=data[0] if len(data) == 1 else {"results": data})
+
+    def _cap_size(self) -> None:
+        """The database (and the temp tables) may not grow past max_db_bytes. Set on first use, not at
+        reset: it makes SQLite parse the schema, which an episode without a statement never needs."""
+        assert self.conn is not None and self.snapshot is not None
+        page_size = int.from_bytes(self.snapshot.data[16:18], "big")  # the database header's; 1 means 64 KB
+        pages = max(1, self.spec.max_db_bytes // (65536 if page_size == 1 else page_size or 4096))
+        self.conn.execute(f"PRAGMA main.max_page_count = {pages}")  # the agent cannot run PRAGMAs
+        self.conn.execute(f"PRAGMA temp.max_page_count = {pages}")
+        self._capped = True
 
     def _fetch(self, cur: sqlite3.Cursor, room: int) -> tuple[list[tuple[Any, ...]], bool, int]:
         """(rows, truncated, bytes): up to row_limit rows, each value made small enough to keep
@@ -339,25 +353,33 @@ class SqlEnvironment:
 
     def end_state(self) -> sqlite3.Connection:
         """The world's real end state, read-only: the start snapshot itself when the agent changed
-        nothing, else a copy of the main database only (no temp objects, no session state) with
-        every view, trigger and index the agent created or replaced dropped, so no object of the
-        agent's can stand in for a world table."""
+        nothing, else a copy of the main database's bytes in a connection of our own (no temp
+        objects, no session state) with every view, trigger and index the agent created or
+        replaced dropped, so no object of the agent's can stand in for a world table."""
         if self._end is None:
             if self.conn is None or self.snapshot is None:
                 raise RuntimeError("the world is closed")
             self.settle()
             snap = self.snapshot
-            if self._marks() == self._start_marks:
+            marks = self._marks()
+            if marks == self._start_marks:
                 self._end, self._end_owned, self._end_catalog = pristine(snap), False, snap.catalog
             else:
-                end = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
-                self.conn.backup(end, name="main")
-                self._end_catalog = catalog(end)
-                for kind, name, _table, sql in sorted(self._end_catalog - snap.catalog):
-                    if kind in ("view", "trigger", "index") and sql is not None:
-                        end.execute(f"DROP {kind.upper()} IF EXISTS {quote(name)}")
-                end.execute("PRAGMA query_only = ON")
-                self._end, self._end_owned = end, True
+                data = self.conn.serialize(name="main")
+                end = borrow_copy(snap, data)
+                self._end, self._end_owned, self._end_size = end, True, len(data)
+                del data
+                if marks[1] == self._start_marks[1]:  # the schema cookie moves on every DDL: same objects
+                    self._end_catalog = snap.catalog
+                else:
+                    self._end_catalog = catalog(end)
+                    extra = [(k, n) for k, n, _t, sql in sorted(self._end_catalog - snap.catalog)
+                             if k in ("view", "trigger", "index") and sql is not None]
+                    if extra:
+                        end.execute("PRAGMA query_only = OFF")
+                        for kind, name in extra:
+                            end.execute(f"DROP {kind.upper()} IF EXISTS {quote(name)}")
+                        end.execute("PRAGMA query_only = ON")
         return self._end
 
     def query(self, sql: str, params: Any = ()) -> list[tuple[Any, ...]]:
@@ -441,8 +463,8 @@ class SqlEnvironment:
                 raise CheckBudgetExceeded(self._size_note(
                     f"the collateral diff stopped: table {table!r} has {count:,} rows, {count - len(known):,} more "
                     f"than at the start (max_changes={self.spec.max_changes:,})"))
-            columns = table_columns(conn, table)
-            if table in snap.scans and rows == snap.scans[table] and columns == snap.columns[table]:
+            columns = table_columns(conn, table) if full else snap.columns[table]
+            if table in snap.scans and rows == snap.scans[table] and columns == snap.columns.get(table):
                 continue  # one C-level comparison for an untouched table
             if table in snap.state:
                 start[table] = known

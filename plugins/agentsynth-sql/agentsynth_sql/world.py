@@ -225,6 +225,35 @@ def pristine(snap: Snapshot) -> sqlite3.Connection:
     return conn
 
 
+POOLED_COPY_MAX = 4 * 2**20  # a bigger end state is not kept for the next episode
+
+
+def borrow_copy(snap: Snapshot, data: bytes) -> sqlite3.Connection:
+    """A connection holding ``data`` (a main database's bytes), read-only, from this thread's pool:
+    deserializing into a kept connection costs a tenth of a new one. SQLite drops the schema it had
+    parsed on deserialize, so nothing of the previous episode survives in it."""
+    copies = getattr(_pristine, "copies", None)
+    if copies is None:
+        copies = _pristine.copies = {}
+    conn = copies.pop(snap.key, None)
+    if conn is None:
+        conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+        conn.execute("PRAGMA query_only = ON")
+    conn.deserialize(data)
+    return conn
+
+
+def give_back(snap: Snapshot, conn: sqlite3.Connection, size: int) -> None:
+    """Return a borrowed copy to this thread's pool (closed instead when big or not needed)."""
+    copies = getattr(_pristine, "copies", None)
+    if copies is None:
+        copies = _pristine.copies = {}
+    if size <= POOLED_COPY_MAX and snap.key not in copies:
+        copies[snap.key] = conn
+    else:
+        conn.close()
+
+
 class CheckBudgetExceeded(Exception):
     """A checker query or the collateral diff used up its budget (steps, wall clock, rows)."""
 
@@ -408,22 +437,28 @@ def diff_states(start: Mapping[str, Mapping[Any, tuple[Any, ...]]], end: Mapping
             b, a = before_rows.get(key), after_rows.get(key)
             if b == a and cols_b == cols_a:
                 continue
-            bd = dict(zip(cols_b, map(small, b), strict=False)) if b is not None else None
-            ad = dict(zip(cols_a, map(small, a), strict=False)) if a is not None else None
-            if bd is None:
-                changes.append(Change(table, "insert", key, after=ad))
-            elif ad is None:
-                changes.append(Change(table, "delete", key, before=bd))
+            if b is None:
+                changes.append(Change(table, "insert", key, after=_shrunk(dict(zip(cols_a, a, strict=False)))))
+            elif a is None:
+                changes.append(Change(table, "delete", key, before=_shrunk(dict(zip(cols_b, b, strict=False)))))
             else:
                 full_b, full_a = dict(zip(cols_b, b, strict=False)), dict(zip(cols_a, a, strict=False))
                 cols = tuple(c for c in dict.fromkeys((*cols_b, *cols_a))
                              if full_b.get(c, _MISSING) != full_a.get(c, _MISSING))
                 if cols:
-                    changes.append(Change(table, "update", key, cols, bd, ad))
+                    changes.append(Change(table, "update", key, cols, _shrunk(full_b), _shrunk(full_a)))
     return changes
 
 
 _MISSING = object()
+
+
+def _shrunk(row: dict[str, Any]) -> dict[str, Any]:
+    """``row`` with its big values replaced by markers (the same dict when none is big)."""
+    for v in row.values():
+        if isinstance(v, str | bytes) and len(v) > 64:
+            return {k: small(x) for k, x in row.items()}
+    return row
 
 
 def small(value: Any) -> Any:
