@@ -37,7 +37,6 @@ from agentsynth_kernel import Trajectory, Verdict
 
 from . import jsonpath
 from .convert import result_text, result_value
-from .session import McpServerError
 from .world import UnsafeFile, check_relative, read_world_file
 
 _UNSET: Any = object()
