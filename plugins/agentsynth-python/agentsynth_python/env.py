@@ -17,8 +17,10 @@ interpreter).
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import shutil
+import sys
 import tempfile
 import threading
 import time
@@ -147,7 +149,7 @@ class PythonEnvironment:
         self._files, _, _ = scan(self.world, self.spec.max_files)
         listing = "\n".join(f"  {p} ({s:,} bytes)" for p, (s, _) in sorted(self._files.items())) or "  (empty)"
         where = "/world" if self.isolation == "bwrap" else "the world directory"
-        text = (f"A Python {'.'.join(map(str, __import__('sys').version_info[:2]))} sandbox, working directory "
+        text = (f"A Python {sys.version_info[0]}.{sys.version_info[1]} sandbox, working directory "
                 f"{where} (no network). Files:\n{listing}")
         if self.spec.intro:
             text = f"{self.spec.intro}\n\n{text}"
@@ -184,7 +186,7 @@ class PythonEnvironment:
     def close(self) -> None:
         self._stop()
         if self._root is not None:
-            shutil.rmtree(self._root, ignore_errors=True)
+            _remove(self._root)
             forget_world(self._root)
         self._root = self.world = None
         release_uid(self.uid)
@@ -396,6 +398,26 @@ class PythonEnvironment:
         if "error" in result:
             raise CheckError(str(result["error"]))
         return result["value"]
+
+
+def _remove(root: Path) -> None:
+    """Delete a world, also one the agent made unreadable (mode-000 directories)."""
+
+    def unlock(function: Any, path: str, exc: Any) -> None:
+        try:
+            os.chmod(os.path.dirname(path), 0o700)
+            os.chmod(path, 0o700, follow_symlinks=False)
+        except OSError:
+            pass
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+
+    shutil.rmtree(root, onerror=unlock)
 
 
 class CheckError(RuntimeError):
