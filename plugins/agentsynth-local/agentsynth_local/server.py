@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import threading
 import time
@@ -155,9 +156,9 @@ class LlamaCppEngine:
         kwargs: dict[str, Any] = {"messages": messages, **params}
         with self.lock:
             if schema is not None:
-                key = json.dumps(schema, sort_keys=True)
-                if key not in self.grammars:
-                    self.grammars[key] = LlamaGrammar.from_json_schema(key, verbose=False)
+                key = json.dumps(schema, sort_keys=True)  # the cache key only: the grammar keeps the
+                if key not in self.grammars:           # schema's key order, so "name" comes before "arguments"
+                    self.grammars[key] = LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
                 kwargs["grammar"] = self.grammars[key]
             result = self.llm.create_chat_completion(**kwargs)
         choice = result["choices"][0]
@@ -260,7 +261,8 @@ class Model:
             finish = "tool_calls"
         elif tools and schema is not None:
             # cut off inside the constrained call: hand it back as a call with the raw (invalid) arguments
-            name = forced or next((t.get("function", t).get("name") for t in tools), "")
+            named = re.search(r'"name"\s*:\s*"([^"]+)"', text)
+            name = forced or (named.group(1) if named else next((t.get("function", t).get("name") for t in tools), ""))
             message = {"role": "assistant", "content": "", "tool_calls": [
                 {"id": f"call_{uuid.uuid4().hex[:12]}", "type": "function",
                  "function": {"name": name, "arguments": text}}]}
