@@ -171,8 +171,13 @@ def _json_size(data: Any) -> int:
         return len(data)  # a lower bound that is cheap; exact enough for a cap
     try:
         return len(_encode(data))
+    except RecursionError:  # nested past any sane depth: over every cap (repr would recurse too)
+        return 2**62
     except (TypeError, ValueError, OverflowError):  # not JSON-able: the store could not keep it either
-        return len(repr(data))
+        try:
+            return len(repr(data))
+        except RecursionError:
+            return 2**62
 
 
 def _encode(data: Any) -> bytes:

@@ -103,3 +103,23 @@ tasks:
     code, out, _ = cli("pack", "validate", "hangs", "--timeout", "1", "--random-trials", "1", "--json", "h.json")
     gates = {g["name"]: g for g in json.loads((tmp_path / "h.json").read_text())["gates"]}
     assert code == 1 and "timeout" in gates["oracle"]["problems"][0]
+
+
+def test_arguments_nested_past_any_depth_are_refused_not_a_crash(host):
+    import asyncio
+
+    from agentsynth_kernel.episode import EpisodeConfig, run_episode
+    from agentsynth_kernel.spec import ComponentSpec, Pack, Task
+
+    nested: dict = {}
+    inner = nested
+    for _ in range(20_000):
+        inner["x"] = {}
+        inner = inner["x"]
+    task = Task("t", "set a", checkers=[ComponentSpec("kv_equals", {"key": "a", "value": "1"})])
+    pack = Pack("p", [task], environment=ComponentSpec("kv"))
+    script = [{"tool": "set", "arguments": {"key": "a", "value": nested}}, {"answer": "x"}]
+    result = asyncio.run(run_episode(host, pack, task, 0, 0,
+                                     EpisodeConfig(ComponentSpec("scripted", {"actions": script}), timeout=10)))
+    step = result.trajectory.steps[0]
+    assert result.status == "failed" and step.invalid and "the call was not run" in step.observation.content
