@@ -304,9 +304,11 @@ def price_for(model: str, prices: Mapping[str, Any] | None = None) -> tuple[floa
 
     ``prices`` (``{model: (input_per_token, output_per_token)}`` or ``{model: {"input": ...,
     "output": ...}}``) wins over litellm's table, which is looked up as ``provider/name``, then
-    ``name``.
+    ``name``. A ``local`` model (served on this machine) costs nothing.
     """
     provider, sep, rest = model.partition("/")
+    if provider == "local" and not (prices and model in prices):
+        return 0.0, 0.0
     candidates = [model] + ([rest] if sep else [])
     for name in candidates:
         if prices and name in prices:

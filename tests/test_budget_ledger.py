@@ -72,3 +72,11 @@ def test_a_request_that_cannot_fit_while_nothing_is_in_flight_is_refused_at_once
 def test_a_budget_must_be_a_finite_non_negative_amount(bad):
     with pytest.raises(ValueError, match="finite, non-negative"):
         BudgetLedger(usd=bad)
+
+
+def test_a_local_model_is_free_so_a_usd_budget_can_be_enforced():
+    from agentsynth_kernel.llm import price_for
+
+    assert price_for("local") == (0.0, 0.0) and price_for("local/smollm2") == (0.0, 0.0)
+    assert price_for("local/x", {"local/x": (1e-6, 2e-6)}) == (1e-6, 2e-6)
+    assert price_for("hosted_vllm/unknown-model-xyz") is None
