@@ -15,6 +15,13 @@ import nox
 ROOT = Path(__file__).parent
 PLUGINS = sorted(p.parent.name for p in ROOT.glob("plugins/*/pyproject.toml") if not p.parent.name.startswith("_"))
 
+# llama-cpp-python (agentsynth-local) is source-only on PyPI: scripts/setup.sh builds its wheel once into
+# this wheelhouse, and every venv installs it from there instead of compiling it again (6 min each)
+_WHEELHOUSE = Path(os.environ.get("AGENTSYNTH_WHEELHOUSE", Path.home() / ".cache" / "agentsynth" / "wheels"))
+if _WHEELHOUSE.is_dir():
+    os.environ.setdefault("UV_FIND_LINKS", str(_WHEELHOUSE))
+    os.environ.setdefault("PIP_FIND_LINKS", str(_WHEELHOUSE))
+
 nox.options.default_venv_backend = "uv|virtualenv"
 nox.options.reuse_existing_virtualenvs = True
 
