@@ -6,6 +6,8 @@ import random
 
 import pytest
 
+from agentsynth_kernel.errors import SpecError
+
 from agentsynth_kernel.builtins.policies import random_value
 from agentsynth_kernel.engine import run
 from agentsynth_kernel.errors import AgentsynthError
@@ -112,9 +114,9 @@ class Agent:
 
 def test_callable_policy_bad_reference(write, host):
     write("oracle.py", "ORACLE = {}\n")
-    results = run_with(write, host, "{type: callable, function: 'agent.py'}")
-    assert results["set-b"].error_kind == "policy"
-    assert "expected 'module:function' or 'file.py:function'" in results["set-b"].error
+    with pytest.raises(SpecError) as caught:  # caught when the spec loads, not episode by episode
+        run_with(write, host, "{type: callable, function: 'agent.py'}")
+    assert "policy.function: 'agent.py': expected 'module:function' or 'file.py:function'" in str(caught.value)
 
 
 def test_called_tool_and_answer_contains(write, host, kv_spec):
