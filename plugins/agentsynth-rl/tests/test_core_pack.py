@@ -60,7 +60,7 @@ def test_reward_function_on_the_oracle_messages(core, host, oracle_runs):
                       seed=[11] * len(oracle_runs))) < len(oracle_runs) / 2
 
 
-def test_rl_serve_command_serves_core(host, tmp_path):
+def test_rl_serve_command_serves_core(core, tmp_path):
     import socket
     import subprocess
     import sys

@@ -19,7 +19,7 @@ from trl import GRPOConfig, GRPOTrainer  # noqa: E402
 
 from agentsynth_rl import VerdictReward, dataset_rows, environment_factory  # noqa: E402
 
-from tiny_model import tiny_model, tiny_tokenizer, warm_start  # noqa: E402
+from agentsynth_rl.tiny import tiny_model, tiny_tokenizer, warm_start  # noqa: E402
 
 # What the tiny model is warm-started to say: the right call for set-b, a wrong one for set-c, so
 # sampling from it gives rewards of both kinds, earned (or not) by acting in the world.
