@@ -6,11 +6,9 @@ import random
 
 import pytest
 
-from agentsynth_kernel.errors import SpecError
-
 from agentsynth_kernel.builtins.policies import random_value
 from agentsynth_kernel.engine import run
-from agentsynth_kernel.errors import AgentsynthError
+from agentsynth_kernel.errors import AgentsynthError, SpecError
 from agentsynth_kernel.spec import load_run_spec
 
 TASKS = """

@@ -11,14 +11,14 @@ ENV_KEY = "sk-envkey-0123456789abcdef"
 SPEC_KEY = "zz-spec-secret-98765"  # no known key shape: only masking by value can catch it
 URL_PASSWORD = "hunter2-password"
 
-AGENT = f'''
+AGENT = '''
 import os
 from agentsynth_kernel import Answer, ToolCall
 
 def act(state, api_key, api_base):
     leak = " ".join([os.environ["OPENAI_API_KEY"], api_key, api_base])
     if not state.trajectory.steps:
-        return ToolCall("set", {{"key": "a", "value": leak}})
+        return ToolCall("set", {"key": "a", "value": leak})
     return Answer("my secrets: " + leak)
 '''
 
