@@ -23,8 +23,17 @@ import gymnasium
 
 from agentsynth_kernel.episode import Episode, EpisodeConfig, StageError, attribute, cap_observation
 from agentsynth_kernel.plugins import PluginHost, get_host
-from agentsynth_kernel.records import Answer, EpisodeResult, Observation, Step, ToolCall, ToolSpec, Verdict, \
-    to_builtins, to_openai_messages
+from agentsynth_kernel.records import (
+    Answer,
+    EpisodeResult,
+    Observation,
+    Step,
+    ToolCall,
+    ToolSpec,
+    Verdict,
+    to_builtins,
+    to_openai_messages,
+)
 from agentsynth_kernel.spec import SPLITS, ComponentSpec, Pack, Task, build, load_pack
 
 from .actions import ActionError, parse_actions

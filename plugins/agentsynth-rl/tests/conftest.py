@@ -78,10 +78,23 @@ class PutBPolicy:
         return ToolCall("put", {"key": "b", "value": "2"}) if not state.trajectory.steps else Answer("done")
 
 
+class HalfJudge:
+    """A judge that gives every trajectory 0.5 (to test the documented blend)."""
+
+    def score(self, trajectory, verdicts):
+        from agentsynth_kernel import JudgeResult
+
+        return JudgeResult(0.5, {"style": 0.5})
+
+
 class KvPlugin:
     @hookimpl
     def register_policies(self, register):
         register("put_b", PutBPolicy)
+
+    @hookimpl
+    def register_judges(self, register):
+        register("half", HalfJudge)
 
     @hookimpl
     def register_environments(self, register):

@@ -82,7 +82,7 @@ def test_rl_serve_command_serves_core(core, tmp_path):
                 break
             except OSError:
                 if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"rl serve did not start: {proc.stderr.read() if proc.poll() is not None else ''}")
+                    raise RuntimeError(f"rl serve did not start: {proc.stderr.read() if proc.poll() is not None else ''}") from None
                 time.sleep(0.05)
         with GenericEnvClient(base_url=f"http://127.0.0.1:{port}").sync() as env:
             first = env.reset(task_id="update-email")

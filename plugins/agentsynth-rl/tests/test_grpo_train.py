@@ -13,12 +13,11 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("trl")
 
 from datasets import Dataset  # noqa: E402
-from transformers.utils import get_json_schema  # noqa: E402
 from transformers import TrainerCallback  # noqa: E402
+from transformers.utils import get_json_schema  # noqa: E402
 from trl import GRPOConfig, GRPOTrainer  # noqa: E402
 
 from agentsynth_rl import VerdictReward, dataset_rows, environment_factory  # noqa: E402
-
 from agentsynth_rl.tiny import tiny_model, tiny_tokenizer, warm_start  # noqa: E402
 
 # What the tiny model is warm-started to say: the right call for set-b, a wrong one for set-c, so

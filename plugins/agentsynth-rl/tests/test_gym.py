@@ -193,3 +193,13 @@ def test_gymnasium_make_and_spaces(pack, host):
     assert (reward, terminated) == (1.0, True)
     assert "[user] Change nothing" in env.render()
     env.close()
+
+
+def test_judge_blend_is_documented_arithmetic(pack, host):
+    env = PackEnv(pack, host=host, judge="half", judge_weight=0.5)
+    env.reset(options={"task_id": "set-b"})
+    env.step(PUT_B)
+    _, reward, _, _, info = env.step("done")
+    assert reward == 0.75 and info["scores"]["judge"] == 0.5 and info["status"] == "passed"
+    env.reset(options={"task_id": "set-b"})
+    assert env.step("nothing")[1] == 0.25  # failed verdict (0) blended with the judge's 0.5
