@@ -65,6 +65,18 @@ def _how_to_call(function: Any) -> str:
     return "inline" if getattr(function, "__agentsynth_inline__", False) else "thread"
 
 
+def _how(method: Any) -> str:
+    target = getattr(method, "__func__", method)
+    try:
+        return _how_to_call(target)
+    except TypeError:  # an unhashable callable object
+        return _how_to_call.__wrapped__(target)
+
+
+def _check_all(checks: list[Callable[..., Any]], env: Any, trajectory: Any) -> list[Any]:
+    return [check(env, trajectory) for check in checks]
+
+
 class SyncWorker:
     """Runs one episode's sync component methods on one daemon thread.
 
@@ -302,9 +314,15 @@ class Episode:
         checks = self.pack.task_checkers(self.task)
         if not checks:
             raise StageError("checker", ValueError(f"task {self.task.id!r} has no checkers"))
-        for cspec in checks:
-            checker = self._build("checker", cspec)
-            verdict = await self._stage("checker", checker.check, self.env, self.trajectory)
+        checkers = [(cspec, self._build("checker", cspec)) for cspec in checks]
+        if len(checkers) > 1 and all(_how(c.check) == "thread" for _, c in checkers):
+            # sync checkers (they read the world, e.g. a SQLite copy) run in one hop to the episode's
+            # thread, in order, instead of one hop each
+            verdicts = await self._stage("checker", _check_all, [c.check for _, c in checkers], self.env,
+                                         self.trajectory)
+        else:
+            verdicts = [await self._stage("checker", c.check, self.env, self.trajectory) for _, c in checkers]
+        for (cspec, _), verdict in zip(checkers, verdicts, strict=True):
             if not isinstance(verdict, Verdict):
                 raise StageError("checker", TypeError(f"checker {cspec.type!r} returned {type(verdict).__name__}, not a Verdict"))
             self.verdicts.append(verdict)

@@ -14,19 +14,25 @@ from typing import Any
 
 from .errors import AgentsynthError
 
-_import_lock = threading.RLock()
+_locks_guard = threading.Lock()
+_locks: dict[str, threading.RLock] = {}  # one per file: a file that hangs at import blocks only itself
 _by_path: dict[str, ModuleType] = {}
 
 
 def import_file(path: Path) -> ModuleType:
     """Import a Python file as a module (cached by resolved path, so it runs once per process).
 
-    Thread-safe: episodes running on worker threads never see a half-executed module."""
+    Thread-safe: episodes running on worker threads never see a half-executed module, and a file
+    that hangs at import (an oracle stuck in a loop) holds up only the episodes that import it."""
     module = _by_path.get(str(path))  # the common case: no path resolution, no hashing
     if module is not None:
         return module
-    with _import_lock:
-        module = _by_path[str(path)] = _import_file(path.resolve())
+    with _locks_guard:
+        lock = _locks.setdefault(str(path), threading.RLock())
+    with lock:
+        module = _by_path.get(str(path))
+        if module is None:
+            module = _by_path[str(path)] = _import_file(path.resolve())
         return module
 
 
@@ -47,6 +53,9 @@ def _import_file(path: Path) -> ModuleType:
     except Exception as exc:
         del sys.modules[name]
         raise AgentsynthError(f"{path}: import failed: {type(exc).__name__}: {exc}") from exc
+    except BaseException:  # sys.exit() at import: never leave a half-run module behind
+        sys.modules.pop(name, None)
+        raise
     return module
 
 
