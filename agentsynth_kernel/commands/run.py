@@ -9,7 +9,8 @@ import click
 
 @click.command()
 @click.argument("spec_file", metavar="SPEC", type=click.Path(path_type=Path))
-@click.option("--run-dir", type=click.Path(path_type=Path), help="Where results are stored; an existing one is resumed.")
+@click.option("--run-dir", type=click.Path(path_type=Path), help="Where results are stored (default: the spec's run_dir, else runs/<time>-<pack>-<policy>); an "
+                   "existing one is resumed.")
 @click.option("--no-store", is_flag=True, help="Keep results in memory only (no run directory).")
 @click.option("--json", "json_path", metavar="PATH", help="Write a machine-readable report ('-' for stdout).")
 @click.option("--concurrency", type=click.IntRange(min=1), help="Override the spec's concurrency.")
