@@ -41,7 +41,9 @@ class TaskAudit:
     host_problems: list[str] = attrs.field(factory=list)
     errors: int = 0  # attempts that ended in an error (not a pass; worth a look if the world crashed)
     leaks: list[str] = attrs.field(factory=list)
-    sibling: str = ""  # "" (no perturbation for this world), "ok", "memorisable" or "not_isomorphic"
+    # "" (no sibling for this task), "ok" (the relabelled oracle passes it, the original transcript
+    # does not), "memorisable" (the transcript still passes) or "not_isomorphic" (neither): notes
+    sibling: str = ""
     notes: list[str] = attrs.field(factory=list)
 
     @property
@@ -110,9 +112,9 @@ async def audit_pack_async(pack: Pack, *, host: PluginHost | None = None, seed: 
     for task_id, found in siblings.items():
         if found is not None:
             entry = by_task[task_id]
+            # a note, not a farm: whether a replay still passes says as much about how far the
+            # world's relabelling reaches (ids it could not tell apart from other data) as about the task
             entry.sibling, problem = found
-            if entry.sibling == "memorisable":
-                entry.farmed_by.append("sibling.replayed_transcript")
             if problem:
                 entry.notes.append(problem)
     names = [e.name for e in chosen] + [f"policy.{p}" for p in FLOOR_POLICIES]

@@ -309,9 +309,10 @@ def adversarial_exploits(environment: str) -> list[Exploit] | None:
 @hookspec(firstresult=True)
 def perturb_task(pack: Pack, task: Task, seed: int) -> PerturbedTask | None:
     """A sibling of ``task`` whose world is relabelled so that its goal is isomorphic (other ids,
-    names, codes), for ``pack audit``: the pack's oracle, relabelled the same way, must pass the
-    sibling, and the original's transcript replayed as is must not (a policy cannot farm a task by
-    memorising a transcript). Return ``None`` for packs of other worlds (``firstresult``).
+    names, codes), for ``pack audit``: the pack's oracle, relabelled the same way, should pass the
+    sibling, and the original's transcript replayed as is should not (a policy that memorised a
+    transcript gets nothing); the audit reports both per task. Return ``None`` for packs of other
+    worlds or tasks that cannot be relabelled (``firstresult``).
     Called synchronously.
 
     Example::

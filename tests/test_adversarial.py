@@ -281,5 +281,6 @@ def test_perturbed_siblings_catch_memorised_transcripts(sound, host):
     report = {t.task_id: t for t in audit_pack(sound, host=host, timeout=5).tasks}
     # set-a: the relabelled oracle passes the sibling, the original transcript (set a) does not
     assert report["set-a"].sibling == "ok" and report["set-a"].robust
-    # count: relabelling keys does not change the answer, so the memorised answer still passes
-    assert report["count"].sibling == "memorisable" and "sibling.replayed_transcript" in report["count"].farmed_by
+    # count: relabelling keys does not change the answer, so the memorised answer still passes: a note
+    assert report["count"].sibling == "memorisable" and report["count"].robust
+    assert "replayed as is, passes the perturbed sibling" in report["count"].notes[0]

@@ -254,23 +254,28 @@ class PerturbedTask:
     @classmethod
     def by_mapping(cls, pack: Pack, task: Task, mapping: dict[str, str],
                    environment: dict[str, Any] | None = None) -> PerturbedTask:
-        """Relabel every whole occurrence of each key of ``mapping`` in the task's instruction and
-        checker parameters; ``environment`` (already relabelled by the world plugin, e.g. its seed
-        data) is merged over the task's environment."""
-        import re as _re
-
-        keys = sorted(mapping, key=len, reverse=True)
-        pattern = _re.compile(r"(?<!\w)(" + "|".join(_re.escape(k) for k in keys) + r")(?!\w)") if keys else None
-
-        def relabel(text: str) -> str:
-            return pattern.sub(lambda m: mapping[m.group(1)], text) if pattern is not None else text
-
+        """Relabel every whole occurrence of each key of ``mapping`` in the task's instruction,
+        checker parameters and environment overrides (``allowed_changes``); ``environment``
+        (already relabelled by the world plugin, e.g. its seed data) is merged over the result."""
+        relabel = relabeller(mapping)
         sibling = attrs.evolve(
             task, id=task.id, instruction=relabel(task.instruction),
             checkers=[attrs.evolve(c, params=relabel_data(c.params, relabel)) for c in task.checkers],
-            environment={**task.environment, **(environment or {})},
+            environment={**relabel_data(task.environment, relabel), **(environment or {})},
         )
         return cls(sibling_pack(pack, sibling), sibling, relabel)
+
+
+def relabeller(mapping: dict[str, str]) -> Callable[[str], str]:
+    """A function replacing every whole occurrence (not inside a longer word or number) of each key
+    of ``mapping`` by its value, in one pass (a value is never relabelled again)."""
+    import re as _re
+
+    keys = sorted(mapping, key=len, reverse=True)
+    if not keys:
+        return lambda text: text
+    pattern = _re.compile(r"(?<![\w])(" + "|".join(_re.escape(k) for k in keys) + r")(?![\w])")
+    return lambda text: pattern.sub(lambda m: mapping[m.group(1)], text)
 
 
 def relabel_data(value: Any, relabel: Callable[[str], str]) -> Any:
@@ -279,6 +284,9 @@ def relabel_data(value: Any, relabel: Callable[[str], str]) -> Any:
 
     if isinstance(value, str):
         return relabel(value)
+    if isinstance(value, int) and not isinstance(value, bool):  # an id in an expected value: 1005
+        text = relabel(str(value))
+        return int(text) if text.lstrip("-").isdigit() else value
     if isinstance(value, dict):
         return {k: relabel_data(v, relabel) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

@@ -51,3 +51,10 @@ def adversarial_exploits(environment: str) -> list[Any] | None:
     from .exploits import sql_exploits
 
     return sql_exploits()
+
+
+@hookimpl
+def perturb_task(pack: Any, task: Any, seed: int) -> Any:
+    from .perturb import perturb_sql_task
+
+    return perturb_sql_task(pack, task, seed)
