@@ -19,7 +19,6 @@ from agentsynth_kernel.testing.adversarial import GENERIC_EXPLOITS, assert_unfar
 from agentsynth_sql.checkers import NoCollateral, SqlAnswer, SqlChecker
 from agentsynth_sql.exploits import sql_exploits
 from agentsynth_sql.world import memory_used, pristine
-
 from conftest import make_env, q, x
 
 T = Trajectory("t", "do it")

@@ -8,7 +8,6 @@ import asyncio
 from agentsynth_kernel.plugins import get_host
 from agentsynth_kernel.spec import load_pack
 from agentsynth_kernel.testing.adversarial import sibling_problems
-
 from agentsynth_sql.perturb import perturb_sql_task
 
 
