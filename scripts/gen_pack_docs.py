@@ -51,12 +51,17 @@ def _type_name(tp: Any) -> str:
     return text.replace("typing.", "").replace("agentsynth_kernel.spec.", "").replace("NoneType", "None")
 
 
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return "(not given)" if " at 0x" in text else text  # a sentinel object: its address changes per run
+
+
 def _default(field: Any) -> str:
     if field.default is attrs.NOTHING:
         return "required"
     if isinstance(field.default, attrs.Factory):  # type: ignore[arg-type]
-        return repr(field.default.factory())
-    return repr(field.default)
+        return _shown(field.default.factory())
+    return _shown(field.default)
 
 
 def _class_table(cls: type) -> list[str]:
@@ -83,7 +88,7 @@ def _parameters(reg: Any) -> list[tuple[str, str, str]]:
     for name, param in signature.parameters.items():
         if name in CONTEXT or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             continue
-        default = "required" if param.default is param.empty else repr(param.default)
+        default = "required" if param.default is param.empty else _shown(param.default)
         out.append((name, _type_name(hints.get(name, param.annotation)) if name in hints else "", default))
     return out
 
