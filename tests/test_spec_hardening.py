@@ -50,7 +50,7 @@ def errors_of(path: Path, host: Any) -> list[str]:
     ("{type: noop, answer: [a]}", "policy.answer: expected a string, got a list"),
     ("{type: llm, model: openai/gpt-4o-mini, max_turns: 0}",
      "policy.max_turns: expected an integer >= 1 and <= 10000, got 0"),
-    ("{type: llm, model: openai/gpt-4o-mini, max_turns: 2.5}", "policy.max_turns: expected an integer, got float 2.5"),
+    ("{type: llm, model: openai/gpt-4o-mini, max_turns: 2.5}", "policy.max_turns: expected an integer or null, got float 2.5"),
     ("{type: llm, model: openai/gpt-4o-mini, temperature: -1}",
      "policy.temperature: expected a number >= 0, got -1"),
     ("{type: llm, model: openai/gpt-4o-mini, timeout: 0}", "policy.timeout: expected a number > 0, got 0"),
