@@ -322,16 +322,21 @@ def validate(ctx: click.Context, ref: str, seed: int, random_trials: int, concur
     data = {"pack": getattr(pack_obj, "id", str(ref)), "source": getattr(pack_obj, "source", str(ref)),
             "tasks": len(pack_obj.tasks) if pack_obj is not None else 0, "passed": ok,
             "gates": [attrs.asdict(g) for g in gates]}
+    _write_json(data, json_path)
+    if json_path != "-":
+        _print_gates(data, gates)
+    if not ok:
+        sys.exit(1)  # SystemExit, not ctx.exit(): see commands/bench.py
+
+
+def _write_json(data: dict[str, Any], json_path: str | None) -> None:
+    """``--json PATH`` (``-``: stdout)."""
     if json_path:
         text = json.dumps(data, indent=2)
         if json_path == "-":
             click.echo(text)
         else:
             Path(json_path).write_text(text + "\n", encoding="utf-8")
-    if json_path != "-":
-        _print_gates(data, gates)
-    if not ok:
-        sys.exit(1)  # SystemExit, not ctx.exit(): see commands/bench.py
 
 
 def _print_gates(data: dict[str, Any], gates: list[Gate]) -> None:
@@ -381,12 +386,7 @@ def audit(ref: str, seed: int, concurrency: int, timeout: float, min_robustness:
     pack_obj = load_pack(ref, host=host)
     report = audit_pack(pack_obj, host=host, seed=seed, timeout=timeout, concurrency=concurrency)
     data = report.to_dict()
-    if json_path:
-        text = json.dumps(data, indent=2)
-        if json_path == "-":
-            click.echo(text)
-        else:
-            Path(json_path).write_text(text + "\n", encoding="utf-8")
+    _write_json(data, json_path)
     if json_path != "-":
         _print_audit(report, min_robustness)
     if report.robustness < min_robustness or any(t.host_problems for t in report.tasks):
