@@ -73,8 +73,18 @@ def _how(method: Any) -> str:
         return _how_to_call.__wrapped__(target)
 
 
-def _check_all(checks: list[Callable[..., Any]], env: Any, trajectory: Any) -> list[Any]:
-    return [check(env, trajectory) for check in checks]
+def _check_until_awaitable(checks: list[Callable[..., Any]], env: Any, trajectory: Any) -> list[Any]:
+    """Run checks in order; stop after one that returns an awaitable (it must finish first)."""
+    results = []
+    for check in checks:
+        results.append(check(env, trajectory))
+        if inspect.isawaitable(results[-1]):
+            break
+    return results
+
+
+async def _awaited(awaitable: Any) -> Any:
+    return await awaitable
 
 
 class SyncWorker:
@@ -317,9 +327,17 @@ class Episode:
         checkers = [(cspec, self._build("checker", cspec)) for cspec in checks]
         if len(checkers) > 1 and all(_how(c.check) == "thread" for _, c in checkers):
             # sync checkers (they read the world, e.g. a SQLite copy) run in one hop to the episode's
-            # thread, in order, instead of one hop each
-            verdicts = await self._stage("checker", _check_all, [c.check for _, c in checkers], self.env,
+            # thread, in order, instead of one hop each; a checker that hands back an awaitable is
+            # awaited before the next one runs, as with one hop each
+            checks = [c.check for _, c in checkers]
+            verdicts = []
+            while len(verdicts) < len(checks):
+                part = await self._stage("checker", _check_until_awaitable, checks[len(verdicts):], self.env,
                                          self.trajectory)
+                for verdict in part:
+                    if inspect.isawaitable(verdict):
+                        verdict = await self._stage("checker", _awaited, verdict)
+                    verdicts.append(verdict)
         else:
             verdicts = [await self._stage("checker", c.check, self.env, self.trajectory) for _, c in checkers]
         for (cspec, _), verdict in zip(checkers, verdicts, strict=True):

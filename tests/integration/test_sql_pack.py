@@ -26,7 +26,7 @@ def test_core_is_registered_without_conflicts(tmp_path):
     sql = plugins["sql"]
     assert sql["loaded"] and not sql["errors"]
     assert sql["registered"]["pack"] == ["core"]
-    assert set(sql["registered"]["checker"]) == {"sql", "no_collateral"}
+    assert set(sql["registered"]["checker"]) == {"sql", "sql_answer", "no_collateral"}
     assert "scaffold_pack" in sql["hooks"]
 
 
