@@ -8,6 +8,7 @@ import json
 
 import msgspec
 
+from agentsynth_kernel import hookimpl
 from agentsynth_kernel.episode import MAX_OBSERVATION_CHARS, MAX_OBSERVATION_DATA_BYTES, cap_observation
 from agentsynth_kernel.records import Observation
 
@@ -123,3 +124,42 @@ def test_arguments_nested_past_any_depth_are_refused_not_a_crash(host):
                                      EpisodeConfig(ComponentSpec("scripted", {"actions": script}), timeout=10)))
     step = result.trajectory.steps[0]
     assert result.status == "failed" and step.invalid and "the call was not run" in step.observation.content
+
+
+class OrderedCheckers:
+    """Two sync checkers: the first hands back a coroutine that writes to the world, the second
+    must see that write (checks run in order, even when batched into one thread hop)."""
+
+    @hookimpl
+    def register_checkers(self, register):
+        from agentsynth_kernel.records import Verdict
+
+        class Probe:
+            def check(self, env, trajectory):
+                async def later():
+                    env.data["probe"] = "seen"
+                    return Verdict("probe", True, 1.0, "wrote probe")
+                return later()
+
+        class SeesProbe:
+            def check(self, env, trajectory):
+                ok = env.data.get("probe") == "seen"
+                return Verdict("sees_probe", ok, float(ok), f"probe={env.data.get('probe')!r}")
+
+        register("probe_then", Probe)
+        register("sees_probe", SeesProbe)
+
+
+def test_batched_sync_checkers_await_each_result_before_the_next_runs(host):
+    import asyncio
+
+    from agentsynth_kernel.episode import EpisodeConfig, run_episode
+    from agentsynth_kernel.spec import ComponentSpec, Pack, Task
+
+    host.add_plugin(OrderedCheckers(), "ordered-checkers")
+    task = Task("t", "x", checkers=[ComponentSpec("probe_then"), ComponentSpec("sees_probe"),
+                                    ComponentSpec("sees_probe")])
+    pack = Pack("p", [task], environment=ComponentSpec("kv"))
+    result = asyncio.run(run_episode(host, pack, task, 0, 0, EpisodeConfig(ComponentSpec("noop"), timeout=10)))
+    assert [v.checker for v in result.verdicts] == ["probe", "sees_probe", "sees_probe"]
+    assert result.status == "passed", [v.detail for v in result.verdicts]
