@@ -66,10 +66,11 @@ def _how_to_call(function: Any) -> str:
 
 
 def _how(method: Any) -> str:
+    """How to call a component method (bound methods are decided by their function)."""
     target = getattr(method, "__func__", method)
     try:
         return _how_to_call(target)
-    except TypeError:  # an unhashable callable object
+    except TypeError:  # an unhashable callable object: decide without the cache
         return _how_to_call.__wrapped__(target)
 
 
@@ -106,11 +107,7 @@ class SyncWorker:
 
     async def call(self, fn: Callable[..., Any], *args: Any) -> Any:
         """Await ``fn(*args)``: coroutine functions directly, plain functions on the worker thread."""
-        target = getattr(fn, "__func__", fn)
-        try:
-            how = _how_to_call(target)
-        except TypeError:  # an unhashable callable object: decide without the cache
-            how = _how_to_call.__wrapped__(target)
+        how = _how(fn)
         if how == "await":
             return await fn(*args)
         if how == "inline":  # quick and non-blocking: see components.runs_inline

@@ -33,14 +33,17 @@ _MIN_SECRET = 6  # shorter values are not masked inside text: too many false hit
 _URL_USERINFO = re.compile(r"(?<=://)([^/\s:@]+):([^/\s@]+)@")
 _URL_USERINFO_BYTES = re.compile(rb'(?<=://)([^/\s:@"]+):([^/\s@"]+)@')
 _known: set[str] = set()  # secrets handed to remember(); only grows
+_known_bytes: tuple[bytes, ...] = ()  # the same, encoded, longest first: what redact_bytes scans for
 
 
 def remember(*values: str | None) -> None:
     """Mask these values by value in everything written from now on (e.g. an API key given in a
     spec, a secret header). Values shorter than 6 characters are ignored."""
-    for value in values:
-        if isinstance(value, str) and len(value) >= _MIN_SECRET:
-            _known.add(value)
+    global _known_bytes
+    new = {v for v in values if isinstance(v, str) and len(v) >= _MIN_SECRET} - _known
+    if new:
+        _known.update(new)
+        _known_bytes = tuple(v.encode() for v in sorted(_known, key=len, reverse=True))
 
 
 def remember_environment() -> None:
@@ -49,16 +52,10 @@ def remember_environment() -> None:
     remember(*env_secrets())
 
 
-def known_secrets() -> list[str]:
-    """Every secret the process knows (remembered, and in the environment now), longest first."""
-    return sorted({*_known, *env_secrets()}, key=len, reverse=True)
-
-
 def redact_bytes(data: bytes) -> bytes:
     """Encoded output (a stored result, a cached response) with every remembered secret masked by
     value: a cheap ``in`` test per secret, so it can run on every record."""
-    for secret in sorted(_known, key=len, reverse=True):
-        raw = secret.encode()
+    for raw in _known_bytes:
         if raw in data:
             data = data.replace(raw, REDACTED.encode())
     if b"://" in data and b"@" in data:

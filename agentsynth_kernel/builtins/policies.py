@@ -168,14 +168,15 @@ class ScriptedPolicy:
         return action
 
 
-def _actions(raw: list[Any]) -> list[Action]:
-    actions = [to_action(a, f"actions[{i}]") for i, a in enumerate(raw)]
+def _actions(raw: list[Any], where: str = "actions[{}]") -> list[Action]:
+    """A script of actions that ends with an answer (an empty one when it does not)."""
+    actions = [to_action(a, where.format(i)) for i, a in enumerate(raw)]
     if not actions or not isinstance(actions[-1], Answer):
         actions.append(Answer(""))
     return actions
 
 
-class OraclePolicy:
+class OraclePolicy(ScriptedPolicy):
     """Replays the pack's oracle: ``oracle.py`` defines ``solve(task)`` returning the actions that
     solve it (ToolCall / Answer objects, or dicts ``{"tool": name, "arguments": {...}}`` /
     ``{"answer": text}``), or a dict ``ORACLE = {task_id: [actions]}``.
@@ -187,16 +188,7 @@ class OraclePolicy:
             raise AgentsynthError(f"pack {pack.id!r} has no oracle (add oracle.py or 'oracle:' to the pack)")
         if not path.is_absolute():
             path = (base_dir or pack.base_dir) / path
-        self.actions = _oracle_script(path, task)
-        self.position = 0
-
-    @runs_inline
-    def act(self, state: EpisodeState) -> Turn:
-        action = self.actions[min(self.position, len(self.actions) - 1)]
-        self.position += 1
-        if isinstance(action, ToolCall) and not action.id:
-            action = ToolCall(action.name, action.arguments, id=f"call_{self.position}")
-        return Turn([action])
+        super().__init__(_oracle_script(path, task))
 
 
 def _oracle_script(path: Path, task: Task) -> list[Action]:
@@ -213,10 +205,7 @@ def _oracle_script(path: Path, task: Task) -> list[Action]:
         raw = table[task.id]
     else:
         raise AgentsynthError(f"{path}: define solve(task) or ORACLE = {{task_id: [actions]}}")
-    script = [to_action(a, f"{path}: task {task.id!r}: action {i}") for i, a in enumerate(raw or [])]
-    if not script or not isinstance(script[-1], Answer):
-        script.append(Answer(""))
-    return script
+    return _actions(list(raw or []), f"{path}: task {task.id!r}: action {{}}")
 
 
 def to_action(value: Any, where: str = "action") -> Action:
