@@ -51,6 +51,11 @@ class RunInUse(AgentsynthError):
 log = logging.getLogger(__name__)
 
 
+def plan_episodes(spec: RunSpec, tasks: list[Task]) -> list[tuple[Task, int, int]]:
+    """Every (task, trial, seed) a run of ``spec`` plays, in order; the seeds are stable."""
+    return [(task, trial, derive_seed(spec.seed, task.id, trial)) for task in tasks for trial in range(spec.trials)]
+
+
 def derive_seed(base: int, task_id: str, trial: int) -> int:
     """A stable per-episode seed: same spec seed, task and trial -> same seed on every machine."""
     digest = hashlib.sha256(f"{base}:{task_id}:{trial}".encode()).digest()
@@ -371,7 +376,7 @@ async def execute(
     tasks = select_tasks(spec, pack)
     if not tasks:
         raise AgentsynthError(f"no tasks selected from pack {pack.id!r} (split={spec.split!r}, only={spec.only})")
-    plan = [(task, trial, derive_seed(spec.seed, task.id, trial)) for task in tasks for trial in range(spec.trials)]
+    plan = plan_episodes(spec, tasks)
     plan_keys = [(t.id, trial, seed) for t, trial, seed in plan]
     notes: list[str] = []
     vers = versions()

@@ -173,6 +173,10 @@ class RunStore:
         rows = self._q("SELECT status, error_kind, count(*) FROM episodes GROUP BY status, error_kind")
         return {(status, kind): n for status, kind, n in rows}
 
+    def keys(self) -> set[tuple[str, int, int]]:
+        """(task, trial, seed) of every stored episode."""
+        return {(r[0], int(r[1]), int(r[2])) for r in self._q("SELECT task_id, trial, seed FROM episodes")}
+
     def task_ids(self) -> list[str]:
         return [r[0] for r in self._q("SELECT DISTINCT task_id FROM episodes ORDER BY task_id")]
 

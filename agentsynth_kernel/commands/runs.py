@@ -201,17 +201,16 @@ def unfinished_episodes(run_dir: Path) -> list[tuple[str, int, int]]:
     """(task, trial, seed) of every planned episode the store does not hold: never started, or
     cut off by a kill, a crash or a budget stop. Rebuilt from the stored spec, so nothing is
     written per episode to know it."""
-    from ..engine import derive_seed
+    from ..engine import plan_episodes
     from ..spec import select_tasks
 
     spec, pack, _ = load_stored_spec(run_dir)
     store = _open(run_dir)
     try:
-        stored = {(r[0], int(r[1]), int(r[2])) for r in store._q("SELECT task_id, trial, seed FROM episodes")}
+        stored = store.keys()
     finally:
         store.close()
-    plan = [(t.id, trial, derive_seed(spec.seed, t.id, trial)) for t in select_tasks(spec, pack)
-            for trial in range(spec.trials)]
+    plan = [(task.id, trial, seed) for task, trial, seed in plan_episodes(spec, select_tasks(spec, pack))]
     return [key for key in plan if key not in stored]
 
 
