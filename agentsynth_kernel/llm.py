@@ -350,10 +350,6 @@ class SpendJournal(Protocol):
 
     def settle_spend(self, entry: int, tokens: int, pico: int) -> None: ...
 
-    @property
-    def usd(self) -> float:
-        return self.pico / PICO
-
 
 class BudgetLedger:
     """A hard cap in USD and/or tokens, safe with many requests in flight.
