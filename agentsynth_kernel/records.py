@@ -178,6 +178,11 @@ class EpisodeResult(msgspec.Struct, omit_defaults=True):
     def key(self) -> tuple[str, int, int]:
         return (self.task_id, self.trial, self.seed)
 
+    @property
+    def why(self) -> str:
+        """Why it did not pass: the error, or the failing verdicts' details ("" when it passed)."""
+        return self.error or "; ".join(f"{v.checker}: {v.detail}" for v in self.verdicts if not v.passed)
+
 
 # --- encoding -------------------------------------------------------------------------------
 

@@ -163,10 +163,7 @@ def _run(pack: Any, policy: str, *, seed: int, trials: int, concurrency: int, ti
 
 
 def _why(result: Any, limit: int = 300) -> str:
-    if result.status == "error":
-        text = result.error
-    else:
-        text = "; ".join(f"{v.checker}: {v.detail}" for v in result.verdicts if not v.passed)
+    text = result.why
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

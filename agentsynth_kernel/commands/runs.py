@@ -219,8 +219,7 @@ def episode_table(results: list[EpisodeResult], width: int = 100) -> list[str]:
     lines = [f"{'task':<28} {'trial':>5}  {'outcome':<20} {'seconds':>8}  why"]
     for r in results:
         outcome = r.status if r.status != "error" else f"error ({r.error_kind})"
-        why = r.error or "; ".join(f"{v.checker}: {v.detail}" for v in r.verdicts if not v.passed)
-        lines.append(f"{_short(r.task_id, 28):<28} {r.trial:>5}  {outcome:<20} {r.duration_s:>8.2f}  {_short(why, width)}")
+        lines.append(f"{_short(r.task_id, 28):<28} {r.trial:>5}  {outcome:<20} {r.duration_s:>8.2f}  {_short(r.why, width)}")
     return lines
 
 

@@ -196,7 +196,7 @@ async def run_exploits_async(
             started = time.perf_counter()
             result = await run_episode(host, pack, task, 0, seed, config)
             duration = time.perf_counter() - started
-        detail = result.error or "; ".join(f"{v.checker}: {v.detail}" for v in result.verdicts if not v.passed)
+        detail = result.why
         problem = ""
         if exploit.host_check is not None:
             problem = exploit.host_check() or ""
