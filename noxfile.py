@@ -8,6 +8,7 @@ kernel and that plugin, so an undeclared import of another plugin fails.
 from __future__ import annotations
 
 import os
+import tomllib
 from pathlib import Path
 
 import nox
@@ -41,11 +42,24 @@ def tests(session: nox.Session) -> None:
     session.run("pytest", "tests", "--ignore=tests/integration", *_junit("kernel"), *session.posargs, env=TEST_ENV)
 
 
+def _test_with(plugin: str) -> list[str]:
+    """Sibling plugins a plugin's tests need (``[tool.agentsynth] test-with = [...]`` in its pyproject):
+    a composite world's pack runs sql and python worlds, although its code imports only the kernel."""
+    data = tomllib.loads((ROOT / "plugins" / plugin / "pyproject.toml").read_text())
+    names = data.get("tool", {}).get("agentsynth", {}).get("test-with", [])
+    unknown = sorted(set(names) - set(PLUGINS))
+    if unknown:
+        raise ValueError(f"plugins/{plugin}/pyproject.toml: [tool.agentsynth] test-with names {unknown}, "
+                         f"which are not plugins in plugins/ (expected some of {PLUGINS})")
+    return [a for name in names for a in ("-e", f"plugins/{name}")]
+
+
 @nox.session(tags=["tests"])
 @nox.parametrize("plugin", PLUGINS, ids=PLUGINS)
 def plugin(session: nox.Session, plugin: str) -> None:
-    """One plugin's tests in a venv with only the kernel and that plugin."""
-    session.install("-e", ".[test]", "-e", f"plugins/{plugin}[test]")
+    """One plugin's tests in a venv with only the kernel, that plugin and the siblings it names as
+    ``test-with`` (so an undeclared import of another plugin still fails)."""
+    session.install("-e", ".[test]", "-e", f"plugins/{plugin}[test]", *_test_with(plugin))
     session.run("pytest", f"plugins/{plugin}/tests", *_junit(plugin), *session.posargs, env=TEST_ENV)
 
 
