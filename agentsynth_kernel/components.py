@@ -31,7 +31,10 @@ from .records import (
 )
 
 if TYPE_CHECKING:
-    from .spec import Task
+    from .engine import RunInfo
+    from .episode import EpisodeConfig
+    from .plugins import PluginHost
+    from .spec import Pack, Task
 
 
 async def call(method: Any, /, *args: Any, **kwargs: Any) -> Any:
@@ -169,6 +172,25 @@ class Exporter(Protocol):
     """Streams episode results to a sink in constant memory; returns the number written."""
 
     def export(self, results: Iterable[EpisodeResult], path: Path) -> int: ...
+
+
+@runtime_checkable
+class Executor(Protocol):
+    """Where a run's episodes execute: this process (the built-in ``local``) or elsewhere (a cluster).
+
+    The engine keeps everything that makes a run a run — the plan, the store, budget stops, hooks,
+    resume — and asks the executor only to play one episode, with the same arguments as
+    :func:`~agentsynth_kernel.episode.run_episode`; it awaits at most ``concurrency`` of them at once
+    (``None``: the spec's ``concurrency``). An executor that holds resources releases them in
+    ``aclose()`` (optional), awaited at the end of the run. For a deterministic policy a remote
+    result must equal the local one, byte for byte in its trajectory: workers run the same
+    ``run_episode`` on a pack and spec rebuilt from ``run``.
+    """
+
+    concurrency: int | None
+
+    async def run_episode(self, host: PluginHost, pack: Pack, task: Task, trial: int, seed: int,
+                          config: EpisodeConfig, run: RunInfo) -> EpisodeResult: ...
 
 
 @runtime_checkable

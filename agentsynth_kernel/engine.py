@@ -27,7 +27,7 @@ from typing import Any
 import attrs
 
 from .components import call
-from .episode import EpisodeConfig, run_episode
+from .episode import EpisodeConfig
 from .errors import AgentsynthError
 from .plugins import PluginHost, get_host
 from .records import EpisodeResult, Usage, from_json, to_builtins
@@ -37,7 +37,7 @@ from .store import STORE_FILE, RunStore
 
 # Spec keys that may change between sessions of one run without --force: they do not change what an
 # episode does or which episodes exist (a larger budget is how a budget-stopped run continues).
-RESUMABLE_CHANGES = ("budget", "concurrency", "export", "run_dir")
+RESUMABLE_CHANGES = ("budget", "concurrency", "export", "run_dir", "executor")
 
 
 class SpecChanged(AgentsynthError):
@@ -402,6 +402,7 @@ async def execute(
         "policy": redact(spec.policy.to_dict()), "versions": vers,
     }
     config = EpisodeConfig(spec.policy, spec.max_steps, spec.timeout, spec.judge)
+    executor = build("executor", spec.executor or ComponentSpec("local"), host=host, run=info)
     results: list[EpisodeResult] = []
     stop_reason = ""
     queue: asyncio.Queue[tuple[Task, int, int]] = asyncio.Queue()
@@ -423,7 +424,10 @@ async def execute(
             # suspends: without this, one worker would run the whole queue, deaf to Ctrl-C (a
             # cancellation lands only at a suspension) and to the other workers.
             await asyncio.sleep(0)
-            result = await run_episode(host, pack, task, trial, seed, config, info)
+            try:
+                result = await executor.run_episode(host, pack, task, trial, seed, config, info)
+            except Exception as exc:  # an executor that loses an episode fails it, not the run
+                result = executor_failure(task, trial, seed, exc)
             result.provenance = provenance
             if result.error_kind == "budget":
                 # Not stored: a resume with a larger budget runs this episode again.
@@ -443,7 +447,8 @@ async def execute(
 
     finished = False
     try:
-        await asyncio.gather(*(worker() for _ in range(min(spec.concurrency, max(1, len(plan))))))
+        width = getattr(executor, "concurrency", None) or spec.concurrency
+        await asyncio.gather(*(worker() for _ in range(min(width, max(1, len(plan))))))
         finished = True
     finally:
         all_results = sorted(restored + results, key=lambda r: (r.task_id, r.trial))
@@ -460,11 +465,24 @@ async def execute(
                     for entry in report.exports:
                         store.event("export_failed" if "error" in entry else "exported", **entry)
         finally:
+            aclose = getattr(executor, "aclose", None)
+            if callable(aclose):
+                try:
+                    await call(aclose)
+                except Exception as exc:
+                    log.warning("closing the executor failed: %s", exc)
             await close_services(info, store)
             if store is not None:
                 store.close()
     report.duration_s = time.perf_counter() - started
     return report
+
+
+def executor_failure(task: Task, trial: int, seed: int, exc: Exception) -> EpisodeResult:
+    """The result of an episode its executor lost (a dead worker, a lost connection): an
+    infrastructure failure, stored like any other, so a resume does not replay it by surprise."""
+    return EpisodeResult(task_id=task.id, trial=trial, seed=seed, status="error", split=task.split, tier=task.tier,
+                         error=f"executor: {type(exc).__name__}: {exc}", error_kind="environment")
 
 
 async def close_services(info: RunInfo, store: RunStore | None) -> None:

@@ -152,6 +152,21 @@ def register_importers(register: Any) -> None:
 
 
 @hookspec
+def register_executors(register: Any) -> None:
+    """Register :class:`~agentsynth_kernel.components.Executor` factories: where episodes run.
+
+    A spec selects one with ``executor: {type: NAME, ...}`` (or ``--executor NAME``); the
+    default is the built-in in-process ``local`` executor.
+
+    Example::
+
+        @hookimpl
+        def register_executors(register):
+            register("ray", RayExecutor, description="Episodes on a Ray cluster")
+    """
+
+
+@hookspec
 def register_packs(register: Any) -> None:
     """Register scenario packs a plugin ships, by name.
 

@@ -45,6 +45,7 @@ KINDS: dict[str, str] = {
     "generator": "register_generators",
     "exporter": "register_exporters",
     "importer": "register_importers",
+    "executor": "register_executors",
     "pack": "register_packs",
 }
 OBSERVER_HOOKS = ("run_started", "episode_finished", "run_finished")

@@ -178,6 +178,9 @@ class RunSpec:
     # A generation spec: the named generator synthesises new tasks / trajectories from the pack
     # (the policy, if given, is its default teacher); the plugin that registered it runs it.
     generate: ComponentSpec | None = None
+    # Where episodes run (None: in this process); not part of what an episode does, so it may
+    # change between sessions of one run (a run started locally can resume on a cluster).
+    executor: ComponentSpec | None = None
 
 
 # --- converter -------------------------------------------------------------------------------------
@@ -871,6 +874,8 @@ def resolve_pack(spec: RunSpec, *, base_dir: Path, source: str, host: PluginHost
     problems += check_component("policy", spec.policy, "policy", host, base_dir)
     if spec.judge is not None:
         problems += check_component("judge", spec.judge, "judge", host, base_dir)
+    if spec.executor is not None:
+        problems += check_component("executor", spec.executor, "executor", host, base_dir)
     if spec.generate is not None:  # only the name: the generator's plugin checks its parameters
         try:
             host.get("generator", spec.generate.type)

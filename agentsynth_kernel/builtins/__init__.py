@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..hookspecs import hookimpl
-from . import checkers, llm_policy, policies
+from . import checkers, executors, llm_policy, policies
 
 
 @hookimpl
@@ -27,3 +27,8 @@ def register_checkers(register: Any) -> None:
     register("answer_contains", checkers.AnswerContains, description="The final answer contains text / matches a regex")
     register("answer_number", checkers.AnswerNumber,
              description="The final answer states exactly one number (besides the task's own) and it is right")
+
+
+@hookimpl
+def register_executors(register: Any) -> None:
+    register("local", executors.LocalExecutor, description="Episodes in this process (the default)")

@@ -100,6 +100,22 @@ def with_overrides(spec: RunSpec, *, concurrency: int | None = None, budget_usd:
     return spec
 
 
+def with_executor(spec: RunSpec, text: str) -> RunSpec:
+    """The spec with ``--executor SPEC`` (``NAME`` or ``NAME,key=value,...``), its name checked."""
+    import attrs
+
+    from ..errors import SpecError
+    from ..plugins import get_host
+    from ..spec import check_component
+    from .bench import parse_policy
+
+    cspec = parse_policy(text, option="--executor")
+    problems = check_component("executor", cspec, "--executor", get_host())
+    if problems:
+        raise SpecError("command line", problems)
+    return attrs.evolve(spec, executor=cspec)
+
+
 def exit_code(run: RunReport) -> int:
     """0 complete, 3 stopped early (budget; resume to continue), 4 an exporter failed, 5 every
     episode ended in an error (nothing was checked: a setup problem, not a result)."""

@@ -229,7 +229,8 @@ def _run_one(policy: Any, options: dict[str, Any], run_dir: Path | None, quiet: 
     budget = Budget(usd=options["budget_usd"]) if options["budget_usd"] is not None else Budget()
     spec = RunSpec(policy=policy, pack=options["pack"], split=options["split"], only=list(options["only"]),
                    trials=options["trials"], seed=options["seed"], concurrency=options["concurrency"],
-                   timeout=options["timeout"], max_steps=options["max_steps"], budget=budget)
+                   timeout=options["timeout"], max_steps=options["max_steps"], budget=budget,
+                   executor=options.get("executor"))
     pack = resolve_pack(spec, base_dir=Path.cwd(), source="bench", host=get_host())
     run = execute_with_progress(spec, pack, run_dir=run_dir, quiet=quiet)
     summary = summarize(run)
@@ -269,12 +270,14 @@ def _write_json(path: str, data: dict[str, Any]) -> None:
               help="Which rate --min-pass-rate checks.")
 @click.option("--run-dir", type=click.Path(path_type=Path),
               help="Store results here (resumable); default: in memory only.")
+@click.option("--executor", "executor", metavar="SPEC",
+              help="Where episodes run: local (default) | NAME,key=value,... (e.g. 'ray,address=auto').")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar and no tables.")
 @click.pass_context
 def bench(ctx: click.Context, pack: str, policy: str | None, compare: tuple[str, str] | None, trials: int, seed: int,
           split: str, only: tuple[str, ...], concurrency: int, timeout: float, max_steps: int,
           budget_usd: float | None, json_path: str | None, min_pass_rate: float | None, gate_metric: str,
-          run_dir: Path | None, quiet: bool) -> None:
+          run_dir: Path | None, executor: str | None, quiet: bool) -> None:
     """Benchmark a policy on a pack: pass@1 and pass^k with Wilson 95% intervals, per tier.
 
     \b
@@ -285,7 +288,8 @@ def bench(ctx: click.Context, pack: str, policy: str | None, compare: tuple[str,
     if (policy is None) == (compare is None):
         raise click.UsageError("give --policy SPEC, or --compare A B (not both)")
     options = {"pack": pack, "split": split, "only": only, "trials": trials, "seed": seed, "concurrency": concurrency,
-               "timeout": timeout, "max_steps": max_steps, "budget_usd": budget_usd}
+               "timeout": timeout, "max_steps": max_steps, "budget_usd": budget_usd,
+               "executor": parse_policy(executor, option="--executor") if executor else None}
     quiet_tables = quiet or json_path == "-"
     if compare is None:
         assert policy is not None

@@ -18,12 +18,14 @@ import click
 @click.option("--seed", type=int, help="Override the spec's seed.")
 @click.option("--budget-usd", type=click.FloatRange(min=0), help="Override the spec's budget in USD.")
 @click.option("--budget-tokens", type=click.IntRange(min=0), help="Override the spec's budget in tokens.")
+@click.option("--executor", "executor", metavar="SPEC",
+              help="Override where episodes run: local | NAME,key=value,... (e.g. 'ray,address=auto').")
 @click.option("--force", is_flag=True, help="Resume an existing run directory even though the spec changed.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar and no table.")
 @click.pass_context
 def run(ctx: click.Context, spec_file: Path, run_dir: Path | None, no_store: bool, json_path: str | None,
         concurrency: int | None, trials: int | None, seed: int | None, budget_usd: float | None,
-        budget_tokens: int | None, force: bool, quiet: bool) -> None:
+        budget_tokens: int | None, executor: str | None, force: bool, quiet: bool) -> None:
     """Run SPEC: every selected task x trial, checked on the world's end state.
 
     Results are stored in the run directory as episodes finish. Running again with the same
@@ -37,13 +39,15 @@ def run(ctx: click.Context, spec_file: Path, run_dir: Path | None, no_store: boo
     """
     from ..errors import SpecError
     from ..spec import load_run_spec, run_settings_problems
-    from ._runner import default_run_dir, execute_with_progress, exit_code, report, with_overrides
+    from ._runner import default_run_dir, execute_with_progress, exit_code, report, with_executor, with_overrides
 
     overrides = {k: v for k, v in (("trials", trials), ("seed", seed)) if v is not None}
     spec, pack = load_run_spec(spec_file, overrides=overrides)
     if spec.generate is not None:
         ctx.exit(run_generation(spec_file, spec, run_dir, json_path, quiet))
     spec = with_overrides(spec, concurrency=concurrency, budget_usd=budget_usd, budget_tokens=budget_tokens)
+    if executor is not None:
+        spec = with_executor(spec, executor)
     problems = run_settings_problems(spec)  # the options too: --budget-usd nan, --concurrency 10**9
     if problems:
         raise SpecError("command line", problems)

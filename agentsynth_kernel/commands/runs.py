@@ -70,20 +70,25 @@ def load_stored_spec(run_dir: Path) -> tuple[Any, Any, Path | None]:
 @click.option("--concurrency", type=click.IntRange(min=1), help="Episodes in flight (may differ from the first session).")
 @click.option("--budget-usd", type=click.FloatRange(min=0), help="A new budget in USD (continue after a budget stop).")
 @click.option("--budget-tokens", type=click.IntRange(min=0), help="A new budget in tokens.")
+@click.option("--executor", "executor", metavar="SPEC",
+              help="Where the remaining episodes run: local | NAME,key=value,... (may differ from the first session).")
 @click.option("--force", is_flag=True, help="Resume even though the spec file changed since the run started.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar and no table.")
 @click.pass_context
 def resume(ctx: click.Context, run_dir: Path, json_path: str | None, concurrency: int | None,
-           budget_usd: float | None, budget_tokens: int | None, force: bool, quiet: bool) -> None:
+           budget_usd: float | None, budget_tokens: int | None, executor: str | None, force: bool,
+           quiet: bool) -> None:
     """Continue a stopped or killed run: finished episodes are kept, the rest run.
 
     Uses the spec stored in RUN_DIR (or its original file when secrets had to be redacted).
     Exit status: 0 done, 3 stopped early by the budget, 4 an exporter failed.
     """
-    from ._runner import execute_with_progress, exit_code, report, with_overrides
+    from ._runner import execute_with_progress, exit_code, report, with_executor, with_overrides
 
     spec, pack, spec_file = load_stored_spec(run_dir)
     spec = with_overrides(spec, concurrency=concurrency, budget_usd=budget_usd, budget_tokens=budget_tokens)
+    if executor is not None:
+        spec = with_executor(spec, executor)
     result = execute_with_progress(spec, pack, run_dir=run_dir, quiet=quiet or json_path == "-", force=force,
                                    spec_file=spec_file)
     report(result, json_path=json_path, quiet=quiet)
