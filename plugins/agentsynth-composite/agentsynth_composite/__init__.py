@@ -1,0 +1,1 @@
+"""agentsynth-composite: one episode in several worlds at once."""

@@ -1,0 +1,49 @@
+"""Hook implementations: the ``composite`` environment, its checkers, the ``sql-python`` pack, exploits."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from agentsynth_kernel import hookimpl
+
+PACKS = Path(__file__).parent / "packs"
+
+
+@hookimpl
+def register_environments(register: Any) -> None:
+    from .env import CompositeEnvironment, CompositeSpec
+
+    register("composite", CompositeEnvironment, spec_cls=CompositeSpec,
+             description="One episode in several worlds at once: WORLD__TOOL tools, children set up in parallel")
+
+
+@hookimpl
+def register_checkers(register: Any) -> None:
+    from .checkers import (
+        CompositeAnswerChecker,
+        CompositeAnswerCheckSpec,
+        CompositeChecker,
+        CompositeCheckSpec,
+    )
+
+    register("composite", CompositeChecker, spec_cls=CompositeCheckSpec,
+             description="Any world-state checker, run against one named world of a composite environment")
+    register("composite_answer", CompositeAnswerChecker, spec_cls=CompositeAnswerCheckSpec,
+             description="Any answer checker that reads one named world of a composite environment")
+
+
+@hookimpl
+def register_packs(register: Any) -> None:
+    register("sql-python", PACKS / "sql-python",
+             description="Read a table, compute in a Python sandbox, write the result back (needs agentsynth-sql and "
+                         "agentsynth-python)")
+
+
+@hookimpl
+def adversarial_exploits(environment: str) -> list[Any] | None:
+    if environment != "composite":
+        return None
+    from .exploits import composite_exploits
+
+    return composite_exploits()
