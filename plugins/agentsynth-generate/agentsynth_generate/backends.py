@@ -1,0 +1,141 @@
+"""Where tool calls go: a real world (every call executes in a fresh world per item) or a model that
+simulates the tools of a catalog (and every record says so: ``grounding: simulated``)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from agentsynth_kernel import Observation, ToolCall, ToolSpec
+from agentsynth_kernel.adapters import tool_specs
+
+from .llm import Caller
+
+MAX_OBSERVATION_CHARS = 20_000
+
+
+def _cap(obs: Observation) -> Observation:
+    if len(obs.content) > MAX_OBSERVATION_CHARS:
+        obs = Observation(obs.content[:MAX_OBSERVATION_CHARS] + f"\n[... cut at {MAX_OBSERVATION_CHARS} characters]",
+                          error=obs.error, done=obs.done)
+    return Observation(obs.content, error=obs.error, done=obs.done)  # structured data is not part of training data
+
+
+class WorldTools:
+    """A fresh world built through the kernel registry (``environment`` of a pack, or any registered type)."""
+
+    grounding = "world"
+
+    def __init__(self, host: Any, pack: Any, task: Any) -> None:
+        self.host, self.pack, self.task = host, pack, task
+        self.env: Any = None
+        self.specs: list[ToolSpec] = []
+        self.initial = ""
+
+    async def open(self, seed: int) -> None:
+        from agentsynth_kernel.components import call
+        from agentsynth_kernel.spec import build
+
+        cspec = self.pack.task_environment(self.task)
+        self.env = build("environment", cspec, host=self.host, base_dir=self.pack.base_dir, task=self.task,
+                         pack=self.pack)
+        first = await call(self.env.reset, seed)
+        self.initial = getattr(first, "content", "") or ""
+        self.specs = tool_specs(list(await call(self.env.tools)))
+
+    async def call(self, action: ToolCall, history: list[dict[str, Any]]) -> Observation:
+        from agentsynth_kernel.components import call
+
+        try:
+            obs = await call(self.env.step, action)
+        except Exception as exc:  # noqa: BLE001 - a tool that raises is an error result, not a crashed run
+            return Observation(f"error: {type(exc).__name__}: {exc}", error=True)
+        if not isinstance(obs, Observation):
+            obs = Observation(str(obs))
+        return _cap(obs)
+
+    async def close(self) -> None:
+        from agentsynth_kernel.components import call
+
+        if self.env is not None:
+            try:
+                await call(self.env.close)
+            finally:
+                self.env = None
+
+
+SIMULATOR_PROMPT = (
+    "You simulate a software tool for building training data. Given the tool's description, its JSON "
+    "Schema and the call's arguments, reply with ONLY the tool's output: a realistic, concise JSON value "
+    "consistent with the earlier results shown. If the arguments cannot work, reply with "
+    '{"error": "<why>"}. No prose, no code fences.'
+)
+
+
+class SimulatedTools:
+    """Tool results written by a model from the catalog: plausible, never verified."""
+
+    grounding = "simulated"
+
+    def __init__(self, specs: list[ToolSpec], llm: Caller) -> None:
+        self.specs = list(specs)
+        self.by_name = {t.name: t for t in specs}
+        self.llm = llm
+        self.initial = ""
+        self.results: list[dict[str, Any]] = []
+
+    async def open(self, seed: int) -> None:
+        self.results = []
+
+    async def call(self, action: ToolCall, history: list[dict[str, Any]]) -> Observation:
+        spec = self.by_name[action.name]
+        payload = {"tool": spec.name, "description": spec.description, "parameters": spec.parameters,
+                   "arguments": action.arguments, "earlier_results": self.results[-5:]}
+        response = await self.llm([{"role": "system", "content": SIMULATOR_PROMPT},
+                                   {"role": "user", "content": json.dumps(payload, sort_keys=True)}], purpose="simulate")
+        text = strip_fences(response.content)
+        error = False
+        try:
+            value = json.loads(text)
+            error = isinstance(value, dict) and set(value) == {"error"}
+        except ValueError:
+            pass
+        self.results.append({"tool": spec.name, "arguments": action.arguments, "result": text[:2000]})
+        return _cap(Observation(text, error=error))
+
+    async def close(self) -> None:
+        self.results = []
+
+
+def strip_fences(text: str) -> str:
+    """Text without a surrounding Markdown code fence (models add them although told not to)."""
+    text = (text or "").strip()
+    if text.startswith("```"):
+        text = text.split("\n", 1)[1] if "\n" in text else ""
+        if text.rstrip().endswith("```"):
+            text = text.rstrip()[:-3]
+    return text.strip()
+
+
+def extract_json(text: str) -> Any:
+    """The first JSON object in a model's answer (fences and prose around it are ignored); None if there is none."""
+    text = strip_fences(text)
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    start = text.find("{")
+    while start != -1:
+        depth = 0
+        for i in range(start, len(text)):
+            if text[i] == "{":
+                depth += 1
+            elif text[i] == "}":
+                depth -= 1
+                if depth == 0:
+                    try:
+                        return json.loads(text[start:i + 1])
+                    except ValueError:
+                        break
+        start = text.find("{", start + 1)
+    return None
