@@ -1,0 +1,1 @@
+"""agentsynth-bfcl: BFCL function-calling packs scored by an AST matcher over the calls."""
