@@ -1,0 +1,523 @@
+"""The ``rest`` environment: every operation of an OpenAPI 3.x document is a tool, called over httpx.
+
+A world is either an **external** API (``base_url``, with an optional ``reset`` request sent
+before every episode) or an **app the pack ships** (``app: app.py:create_app``), built fresh per
+episode over a seeded world directory and served on 127.0.0.1 (see :mod:`.server`).
+
+What holds against a hostile agent:
+
+- a call goes to the world's base URL and nowhere else: the URL is built from the operation's
+  path template with every path argument percent-encoded (``/``, ``\\``, ``.`` and ``..`` are
+  refused, so no traversal to a route the document does not list), redirects are not followed,
+  proxies from the environment are ignored (``trust_env=False``), and an ``http(s)`` base URL
+  off the loopback needs ``allow_remote: true``;
+- only the document's operations (after the ``methods`` / ``operations`` / ``exclude_operations``
+  filters) are tools; unknown arguments are refused (``additionalProperties: false``), header
+  arguments may not carry CR/LF/NUL, and headers that redirect or authenticate a request
+  (``Host``, ``Authorization``, ``Cookie``, ``X-Forwarded-*`` ...) are never the agent's;
+- credentials come only from environment variables named in the world's spec (``auth:``), are
+  masked in every observation and remembered by the kernel's redaction, so they never reach disk;
+- every call has a hard deadline (``call_seconds``, the whole exchange: a slow-loris reply is cut)
+  and a cap on what is read (``max_response_bytes``: a huge reply is not read past it);
+- an error status is an error observation; a transport failure is one too; nothing raises.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import ipaddress
+import json
+import os
+import re
+import shutil
+import tempfile
+import urllib.parse
+from pathlib import Path
+from typing import Annotated, Any
+
+import attrs
+import httpx
+
+from agentsynth_kernel import Observation, ToolCall, ToolSpec
+from agentsynth_kernel.spec import Bounds, InvalidValue
+
+from . import server
+from .openapi import (
+    FORBIDDEN_HEADERS,
+    OpenAPIError,
+    Operation,
+    load_document,
+    operations,
+    parse_document,
+    security_header,
+)
+
+_UNSAFE_HEADER = re.compile(r"[\r\n\x00]")
+_SERVERS = ("thread", "subprocess")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _one_of(choices: tuple[str, ...]) -> Any:
+    def check(instance: Any, attribute: Any, value: str) -> None:
+        if value not in choices:
+            raise InvalidValue(f"{attribute.name}: expected one of {', '.join(choices)}, got {value!r}")
+    return check
+
+
+@attrs.frozen
+class AuthSpec:
+    """One credential header filled from an environment variable: ``{env: NAME, header: X-Api-Key}``
+    or ``{env: NAME, scheme: bearerAuth}`` (a security scheme of the document). ``prefix`` is put
+    before the value (``"Bearer "``; a scheme sets it)."""
+
+    env: str
+    header: str | None = None
+    scheme: str | None = None
+    prefix: str | None = None
+
+
+@attrs.frozen
+class ResetSpec:
+    """The request that resets an external world before each episode (``{seed}`` in ``path`` or in
+    a string of ``body`` becomes the episode's seed). A status outside ``expect_status`` (default:
+    any 2xx) fails the episode as an environment error."""
+
+    path: str
+    method: str = "POST"
+    body: Any = None
+    expect_status: list[int] = attrs.field(factory=list)
+
+
+@attrs.frozen
+class RestEnvSpec:
+    """Parameters of ``environment: {type: rest, ...}`` (see the README for each)."""
+
+    openapi: str | None = None
+    base_url: str | None = None
+    app: str | None = None
+    files: str | None = None
+    server: str = attrs.field(default="thread", validator=_one_of(_SERVERS))
+    reset: ResetSpec | None = None
+    methods: list[str] = attrs.field(factory=list)
+    operations: list[str] = attrs.field(factory=list)
+    exclude_operations: list[str] = attrs.field(factory=list)
+    auth: list[AuthSpec] = attrs.field(factory=list)
+    headers: dict[str, str] = attrs.field(factory=dict)
+    state_dir: str | None = None
+    intro: str = ""
+    allow_remote: bool = False
+    call_seconds: Annotated[float, Bounds(above=0, high=600)] = 10.0
+    start_seconds: Annotated[float, Bounds(above=0, high=600)] = 20.0
+    max_response_bytes: Annotated[int, Bounds(low=256, high=64 * 2**20)] = 65_536
+    max_request_bytes: Annotated[int, Bounds(low=256, high=64 * 2**20)] = 1_048_576
+
+
+def is_loopback(url: str) -> bool:
+    host = urllib.parse.urlsplit(url).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+_doc_cache: dict[tuple[str, str, tuple[str, ...], tuple[str, ...], tuple[str, ...]], tuple[dict[str, Any],
+                                                                                             list[Operation]]] = {}
+
+
+class RestEnvironment:
+    """One episode's HTTP world (see the module docstring)."""
+
+    def __init__(self, spec: RestEnvSpec | None = None, base_dir: Path | None = None, **params: Any) -> None:
+        self.spec = spec if spec is not None else RestEnvSpec(**params)
+        self.base_dir = Path(base_dir) if base_dir is not None else Path.cwd()
+        s = self.spec
+        if (s.app is None) == (s.base_url is None):
+            raise InvalidValue("give exactly one of 'app' (an ASGI app the pack ships) and 'base_url' (an API)")
+        if s.app is None and s.openapi is None:
+            raise InvalidValue("openapi: the document of the API at base_url is needed (a file or a loopback URL)")
+        if s.base_url is not None:
+            if not s.base_url.startswith(("http://", "https://")):
+                raise InvalidValue(f"base_url: expected an http(s):// URL, got {s.base_url!r}")
+            if not s.allow_remote and not is_loopback(s.base_url):
+                raise InvalidValue(f"base_url: {s.base_url} is not on the loopback (set allow_remote: true to "
+                                   "call a remote API)")
+        if s.openapi is not None and s.openapi.startswith(("http://", "https://")) and not is_loopback(s.openapi):
+            raise InvalidValue(f"openapi: a document URL must be on the loopback, got {s.openapi}")
+        if s.reset is not None and s.app is not None:
+            raise InvalidValue("reset: an app world is built fresh per episode; 'reset' is for base_url worlds")
+        for name in s.headers:
+            if name.lower() in FORBIDDEN_HEADERS or _UNSAFE_HEADER.search(name + s.headers[name]):
+                raise InvalidValue(f"headers.{name}: not a header a world may set (credentials go in 'auth:')")
+        self.factory: Any = None
+        if s.app is not None:
+            from agentsynth_kernel.importing import import_object
+
+            try:
+                self.factory = import_object(s.app, base_dir=self.base_dir)
+            except Exception as exc:
+                raise InvalidValue(f"app: {exc}") from None
+        self.files = (self.base_dir / s.files) if s.files else None
+        if self.files is not None and not self.files.is_dir():
+            raise InvalidValue(f"files: {self.files} is not a directory")
+        self.world: Path | None = None
+        self.base_url = ""
+        self.doc: dict[str, Any] = {}
+        self.ops: dict[str, Operation] = {}
+        self.secrets: list[str] = []
+        self.auth_headers: dict[str, str] = {}
+        self.client: httpx.AsyncClient | None = None
+        self._slot: server.Slot | None = None
+        self._proc: server.Subprocess | None = None
+        self._root: Path | None = None
+        self.seed = 0
+
+    # --- Environment protocol (async: every call runs under one deadline on the engine's loop) ------
+
+    async def reset(self, seed: int) -> Observation:
+        await self.close()
+        self.seed = seed
+        s = self.spec
+        self.auth_headers, self.secrets = self._credentials()
+        if s.app is not None:
+            await self._start_app(seed)
+        else:
+            assert s.base_url is not None
+            self.base_url = s.base_url.rstrip("/")
+        self.client = self._client()
+        if s.reset is not None:
+            await self._reset_hook(s.reset, seed)
+        self.doc, ops = await self._document()
+        self.ops = {op.tool: op for op in ops}
+        for auth in s.auth:  # now that the document is known, a scheme names its header
+            if auth.scheme is not None:
+                header, prefix = security_header(self.doc, auth.scheme, s.openapi or "the app's document")
+                value = os.environ[auth.env]
+                self.auth_headers[header] = (auth.prefix if auth.prefix is not None else prefix) + value
+        if self.client is not None:
+            self.client.headers.update(self.auth_headers)
+        info = self.doc.get("info") or {}
+        title = str(info.get("title") or "an HTTP API")
+        lines = [f"{title}: {len(self.ops)} operation(s) as tools."]
+        if info.get("description"):
+            lines.append(str(info["description"]).strip())
+        lines += [f"- {op.tool}: {op.summary}" for op in self.ops.values()]
+        text = "\n".join(lines)
+        if s.intro:
+            text = f"{s.intro}\n\n{text}"
+        return Observation(text, data={"tools": sorted(self.ops)})
+
+    def tools(self) -> list[ToolSpec]:
+        return [ToolSpec(op.tool, op.summary, op.parameters) for op in self.ops.values()]
+
+    async def step(self, call: ToolCall) -> Observation:
+        if self.client is None:
+            return Observation("error: the world is not running (reset first)", error=True)
+        op = self.ops.get(call.name)
+        if op is None:
+            return Observation(f"error: unknown tool {call.name!r}; the tools are the API's operations: "
+                               f"{', '.join(sorted(self.ops))}", error=True)
+        try:
+            request = build_request(op, call.arguments, self.spec.max_request_bytes)
+        except ValueError as exc:
+            return Observation(f"error: {op.tool}: {exc}", error=True)
+        return await self.send(self.client, *request)
+
+    async def close(self) -> None:
+        if self.client is not None:
+            with contextlib.suppress(Exception):
+                await self.client.aclose()
+            self.client = None
+        if self._slot is not None:
+            server.release(self._slot)
+            self._slot = None
+        if self._proc is not None:
+            await asyncio.to_thread(self._proc.kill)
+            self._proc = None
+        if self._root is not None:
+            shutil.rmtree(self._root, ignore_errors=True)
+            self._root = None
+        self.world = None
+
+    # --- starting the world ---------------------------------------------------------------------
+
+    def _credentials(self) -> tuple[dict[str, str], list[str]]:
+        headers: dict[str, str] = {}
+        values: list[str] = []
+        for i, auth in enumerate(self.spec.auth):
+            value = os.environ.get(auth.env)
+            if not value:
+                raise server.WorldStartError(f"auth[{i}].env: the environment variable {auth.env} is not set "
+                                             "(credentials are read from the environment only)")
+            if _UNSAFE_HEADER.search(value):
+                raise server.WorldStartError(f"auth[{i}].env: {auth.env} holds a line break; not a header value")
+            values.append(value)
+            if auth.header is not None:
+                headers[auth.header] = (auth.prefix or "") + value
+            elif auth.scheme is None:
+                raise server.WorldStartError(f"auth[{i}]: give 'header' or 'scheme' (a securityScheme of the document)")
+        from agentsynth_kernel.secrets import remember
+
+        remember(*values)
+        return headers, values
+
+    async def _start_app(self, seed: int) -> None:
+        s = self.spec
+        self._root = Path(tempfile.mkdtemp(prefix="agentsynth-rest-"))
+        self.world = self._root / "world"
+        if self.files is not None:
+            shutil.copytree(self.files, self.world, symlinks=False)
+        else:
+            self.world.mkdir()
+        if s.server == "thread":
+            app = await asyncio.to_thread(server.build_app, self.factory, self.world, seed)
+            self._slot = await asyncio.to_thread(server.acquire, app)
+            port = self._slot.port
+        else:
+            assert s.app is not None
+            from agentsynth_kernel.importing import absolute_code_ref
+
+            ref = absolute_code_ref(s.app, self.base_dir)
+            self._proc = await asyncio.to_thread(server.Subprocess, ref, self.base_dir, self.world, seed,
+                                                 s.start_seconds)
+            port = self._proc.port
+        self.base_url = f"http://127.0.0.1:{port}"
+
+    def _client(self) -> httpx.AsyncClient:
+        timeout = httpx.Timeout(self.spec.call_seconds, connect=min(5.0, self.spec.call_seconds))
+        headers = {"user-agent": "agentsynth-rest", **self.spec.headers, **self.auth_headers}
+        return httpx.AsyncClient(base_url=self.base_url, headers=headers, timeout=timeout, trust_env=False,
+                                 follow_redirects=False, limits=httpx.Limits(max_connections=8))
+
+    async def _reset_hook(self, hook: ResetSpec, seed: int) -> None:
+        assert self.client is not None
+        path = hook.path.replace("{seed}", str(seed))
+        body = _with_seed(hook.body, seed)
+        try:
+            async with asyncio.timeout(self.spec.start_seconds):
+                response = await self.client.request(hook.method.upper(), path,
+                                                     json=body if body is not None else None)
+        except (httpx.HTTPError, TimeoutError) as exc:
+            raise server.WorldStartError(f"reset: {hook.method.upper()} {path} failed: "
+                                         f"{type(exc).__name__}: {exc}") from None
+        ok = response.status_code in hook.expect_status if hook.expect_status else 200 <= response.status_code < 300
+        if not ok:
+            raise server.WorldStartError(f"reset: {hook.method.upper()} {path} answered {response.status_code}: "
+                                         f"{self._mask(response.text[:300])}")
+
+    async def _document(self) -> tuple[dict[str, Any], list[Operation]]:
+        s = self.spec
+        source = s.openapi or "/openapi.json"
+        filters = (tuple(s.methods), tuple(s.operations), tuple(s.exclude_operations))
+        if source.startswith(("http://", "https://")) or s.openapi is None:
+            raw = await self._fetch_document(source)
+            where = source if s.openapi else "the app's /openapi.json"
+            key = (where, hashlib.sha256(raw).hexdigest(), *filters)
+            cached = _doc_cache.get(key)
+            if cached is None:
+                doc = parse_document(raw, where)
+                cached = _doc_cache[key] = (doc, operations(doc, where, methods=filters[0], include=filters[1],
+                                                            exclude=filters[2]))
+            return cached
+        path = Path(source) if Path(source).is_absolute() else self.base_dir / source
+        try:
+            stamp = str(path.stat().st_mtime_ns)
+        except OSError as exc:
+            raise OpenAPIError(f"openapi: {path}: {exc.strerror or exc}") from None
+        key = (f"{path}@{stamp}", "", *filters)
+        cached = _doc_cache.get(key)
+        if cached is None:
+            doc, where = load_document(source, base_dir=self.base_dir)
+            cached = _doc_cache[key] = (doc, operations(doc, where, methods=filters[0], include=filters[1],
+                                                        exclude=filters[2]))
+        return cached
+
+    async def _fetch_document(self, url: str) -> bytes:
+        assert self.client is not None
+        try:
+            async with asyncio.timeout(self.spec.start_seconds):
+                response = await self.client.get(url)
+        except (httpx.HTTPError, TimeoutError) as exc:
+            raise OpenAPIError(f"openapi: fetching {url} failed: {type(exc).__name__}: {exc}") from None
+        if response.status_code != 200:
+            raise OpenAPIError(f"openapi: {url} answered {response.status_code}")
+        return response.content
+
+    # --- calls ----------------------------------------------------------------------------------
+
+    def _mask(self, text: str) -> str:
+        for value in self.secrets:
+            if value and value in text:
+                text = text.replace(value, "<redacted>")
+        return text
+
+    async def send(self, client: httpx.AsyncClient, method: str, path: str, params: list[tuple[str, str]],
+                   headers: dict[str, str], content: bytes | None) -> Observation:
+        """One request under the world's deadline and read cap, as an observation."""
+        limit = self.spec.max_response_bytes
+        label = f"{method} {path}"
+        try:
+            async with asyncio.timeout(self.spec.call_seconds):
+                request = client.build_request(method, path, params=params, headers=headers, content=content)
+                if content is not None:
+                    request.headers["content-type"] = "application/json"
+                response = await client.send(request, stream=True)
+                try:
+                    body, cut = await _read_capped(response, limit)
+                finally:
+                    await response.aclose()
+        except TimeoutError:
+            return Observation(f"error: {label}: no complete answer within {self.spec.call_seconds:g} s "
+                               "(call_seconds); the request was abandoned", error=True, data={"status": None})
+        except httpx.HTTPError as exc:
+            return Observation(f"error: {label}: the request failed: {type(exc).__name__}: "
+                               f"{self._mask(str(exc))[:300]}", error=True, data={"status": None})
+        return render(response, body, cut, limit, self._mask)
+
+    def state_path(self, relative: str) -> Path:
+        """A file of the world's backend state: in the app's world directory (or ``state_dir``),
+        never outside it."""
+        if self.world is not None:
+            root = self.world
+        elif self.spec.state_dir is not None:
+            root = Path(self.spec.state_dir) if Path(self.spec.state_dir).is_absolute() else \
+                self.base_dir / self.spec.state_dir
+        else:
+            raise RuntimeError("this rest world has no backend state to read (no app, no state_dir)")
+        path = (root / relative).resolve()
+        if not path.is_relative_to(root.resolve()):
+            raise RuntimeError(f"{relative!r} is outside the world's state directory")
+        return path
+
+    def checker_client(self) -> httpx.AsyncClient:
+        """A client of the checker's own (never the agent's), with the world's credentials."""
+        if not self.base_url:
+            raise RuntimeError("the rest world is not running")
+        return self._client()
+
+
+def _with_seed(value: Any, seed: int) -> Any:
+    if isinstance(value, str):
+        return value.replace("{seed}", str(seed))
+    if isinstance(value, list):
+        return [_with_seed(v, seed) for v in value]
+    if isinstance(value, dict):
+        return {k: _with_seed(v, seed) for k, v in value.items()}
+    return value
+
+
+async def _read_capped(response: httpx.Response, limit: int) -> tuple[bytes, bool]:
+    """At most ``limit`` bytes of the (decoded) body; True when there was more (not read)."""
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > limit:
+            return b"".join(chunks)[:limit], True
+    return b"".join(chunks), False
+
+
+_SHOWN_HEADERS = ("content-type", "location", "retry-after")
+
+
+def render(response: httpx.Response, body: bytes, cut: bool, limit: int, mask: Any) -> Observation:
+    status = response.status_code
+    lines = [f"HTTP {status} {response.reason_phrase}".rstrip()]
+    for name in _SHOWN_HEADERS:
+        if name in response.headers:
+            lines.append(f"{name}: {response.headers[name]}")
+    text = body.decode("utf-8", errors="replace")
+    parsed: Any = None
+    if not cut and "json" in response.headers.get("content-type", ""):
+        with contextlib.suppress(ValueError):
+            parsed = json.loads(text)
+    if text:
+        lines += ["", text]
+    if cut:
+        lines.append(f"[... the response is longer than {limit:,} bytes (max_response_bytes); the rest was not read]")
+    data: dict[str, Any] = {"status": status}
+    if parsed is not None:
+        data["json"] = parsed
+    return Observation(mask("\n".join(lines)), error=status >= 400, data=data)
+
+
+# --- building a request from a tool call ----------------------------------------------------------
+
+
+def _scalar(value: Any, schema: dict[str, Any], where: str) -> str:
+    kind = schema.get("type")
+    kinds = kind if isinstance(kind, list) else [kind]
+    if isinstance(value, bool):
+        if "boolean" not in kinds and kind is not None and "string" not in kinds:
+            raise ValueError(f"{where}: expected {kind}, got a boolean")
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        if "integer" in kinds and isinstance(value, float) and not value.is_integer():
+            raise ValueError(f"{where}: expected an integer, got {value!r}")
+        return str(int(value)) if "integer" in kinds else str(value)
+    if isinstance(value, str):
+        if "integer" in kinds and not re.fullmatch(r"-?\d+", value.strip()):
+            raise ValueError(f"{where}: expected an integer, got {value[:80]!r}")
+        if "number" in kinds:
+            try:
+                float(value)
+            except ValueError:
+                raise ValueError(f"{where}: expected a number, got {value[:80]!r}") from None
+        return value
+    raise ValueError(f"{where}: expected a string, number or boolean, got {type(value).__name__}")
+
+
+def build_request(op: Operation, arguments: Any, max_bytes: int
+                  ) -> tuple[str, str, list[tuple[str, str]], dict[str, str], bytes | None]:
+    """(method, path, query params, headers, JSON body) for a call; ValueError says what is wrong."""
+    if not isinstance(arguments, dict):
+        raise ValueError("arguments must be an object")
+    known = {a.key: a for a in op.arguments}
+    unknown = sorted(set(arguments) - set(known))
+    if unknown:
+        raise ValueError(f"unknown argument(s) {', '.join(map(repr, unknown))}; expected "
+                         f"{', '.join(known) or 'none'}")
+    missing = [a.key for a in op.arguments if a.required and arguments.get(a.key) is None]
+    if missing:
+        raise ValueError(f"missing required argument(s) {', '.join(missing)}")
+    path = op.path
+    params: list[tuple[str, str]] = []
+    headers: dict[str, str] = {}
+    body: dict[str, Any] = {}
+    whole: Any = None
+    for key, value in arguments.items():
+        arg = known[key]
+        if value is None and not arg.required:
+            continue
+        if arg.location == "path":
+            text = _scalar(value, arg.schema, key)
+            if text in ("", ".", "..") or "/" in text or "\\" in text or _CONTROL.search(text):
+                raise ValueError(f"{key}: {text[:80]!r} is not a path segment (no '/', '\\', '.', '..' or "
+                                 "control characters)")
+            path = path.replace("{" + arg.name + "}", urllib.parse.quote(text, safe=""))
+        elif arg.location == "query":
+            values = value if isinstance(value, list) else [value]
+            params += [(arg.name, _scalar(v, arg.schema.get("items", {}) if isinstance(value, list) else arg.schema,
+                                          key)) for v in values]
+        elif arg.location == "header":
+            text = _scalar(value, arg.schema, key)
+            if _UNSAFE_HEADER.search(text) or len(text) > 8192:
+                raise ValueError(f"{key}: a header value may not hold CR, LF or NUL, nor exceed 8192 characters")
+            headers[arg.name] = text
+        elif arg.location == "body":
+            body[arg.name] = value
+        else:
+            whole = value
+    content = None
+    if op.has_body and (body or whole is not None):
+        content = json.dumps(whole if whole is not None else body, ensure_ascii=False).encode()
+        if len(content) > max_bytes:
+            raise ValueError(f"the JSON body is {len(content):,} bytes; at most {max_bytes:,} (max_request_bytes)")
+    for key, value in params:
+        if len(value) > max_bytes:
+            raise ValueError(f"{key}: {len(value):,} characters; at most {max_bytes:,}")
+    return op.method.upper(), path, params, headers, content

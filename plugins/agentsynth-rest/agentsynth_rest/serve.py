@@ -1,0 +1,55 @@
+"""``python -m agentsynth_rest.serve --app REF --world DIR --seed N``: one app in a process of its own.
+
+Prints ``listening PORT`` once the server accepts connections on 127.0.0.1, then serves until killed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import socket
+import sys
+from pathlib import Path
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(prog="agentsynth_rest.serve")
+    parser.add_argument("--app", required=True)
+    parser.add_argument("--base-dir", required=True)
+    parser.add_argument("--world", required=True)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    import uvicorn
+
+    from agentsynth_kernel.importing import import_object
+
+    from .server import build_app
+
+    factory = import_object(args.app, base_dir=Path(args.base_dir))
+    app = build_app(factory, Path(args.world), args.seed)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # see server.Slot
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(128)
+    config = uvicorn.Config(app, lifespan="off", interface="asgi3", log_config=None, log_level="critical", access_log=False,
+                            loop="asyncio", http="h11", ws="none", server_header=False, date_header=False,
+                            proxy_headers=False, limit_concurrency=64)
+    server = uvicorn.Server(config)
+
+    async def serve() -> None:
+        task = asyncio.create_task(server.serve(sockets=[sock]))
+        while not server.started:
+            if task.done():
+                await task
+                return
+            await asyncio.sleep(0.002)
+        sys.stdout.write(f"listening {sock.getsockname()[1]}\n")
+        sys.stdout.flush()
+        await task
+
+    asyncio.run(serve())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,219 @@
+"""ASGI apps a pack ships, served on 127.0.0.1 per episode.
+
+Two ways, both uvicorn (its only dependency beyond the kernel's is itself: h11 and click are
+already there; hypercorn would add h2, priority, wsproto and taskgroup), measured in
+``bench/latency.py``:
+
+- ``thread`` (default): a uvicorn server in a daemon thread of this process, with its own event
+  loop, listening on a free port. Servers are kept in a **warm pool**: an episode takes a
+  listening server and plugs its own freshly built app into it; ``close`` unplugs the app (every
+  later request gets 503) and gives the server back. A reset then costs building the app (seeding
+  its state), not starting a server.
+- ``subprocess``: ``python -m agentsynth_rest.serve`` per episode, for an app that must not share
+  the process (one that blocks its loop, leaks memory or calls ``os._exit``). Killed with its
+  process group at close.
+
+An app is ``create_app(world, seed)``: ``world`` is the episode's fresh directory (seeded with the
+pack's ``files:``) where the app keeps its state, e.g. a SQLite file that backend checkers read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+MAX_IDLE = 8  # servers kept warm per process
+MAX_BODY = 8 * 2**20  # a request body larger than this is refused by the dispatcher (413)
+
+
+class WorldStartError(RuntimeError):
+    """The world could not be started; the message says why (an infrastructure failure)."""
+
+
+def build_app(factory: Any, world: Path, seed: int) -> Any:
+    """Call ``factory`` with the context it names (``world``, ``seed``)."""
+    try:
+        wanted = inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        wanted = {}
+    kwargs = {k: v for k, v in (("world", world), ("seed", seed)) if k in wanted}
+    try:
+        app = factory(**kwargs)
+    except Exception as exc:
+        raise WorldStartError(f"the app factory failed: {type(exc).__name__}: {exc}") from exc
+    if not callable(app):
+        raise WorldStartError(f"the app factory returned {type(app).__name__}, not an ASGI application")
+    return app
+
+
+async def _reply(send: Any, status: int, body: bytes) -> None:
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
+
+
+class Slot:
+    """One listening uvicorn server (in a daemon thread) whose app can be swapped."""
+
+    def __init__(self) -> None:
+        import uvicorn
+
+        self.app: Any = None
+        self.active = 0
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        # accepted sockets inherit it: without it an app's two writes (headers, body) wait out the
+        # client's delayed ACK, 40 ms per call
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(128)
+        self.port = self.sock.getsockname()[1]
+        config = uvicorn.Config(self._dispatch, host="127.0.0.1", port=self.port, lifespan="off", interface="asgi3", log_config=None,
+                                log_level="critical", access_log=False, loop="asyncio", http="h11", ws="none",
+                                timeout_keep_alive=5, limit_concurrency=64, server_header=False, date_header=False,
+                                proxy_headers=False)
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self._run, daemon=True, name=f"agentsynth-rest-{self.port}")
+        self.error: BaseException | None = None
+        self.thread.start()
+        deadline = time.monotonic() + 20
+        while not self.server.started:
+            if not self.thread.is_alive() or time.monotonic() > deadline:
+                raise WorldStartError(f"uvicorn did not start on 127.0.0.1:{self.port}: {self.error or 'timeout'}")
+            time.sleep(0.002)
+
+    def _run(self) -> None:
+        try:
+            asyncio.run(self.server.serve(sockets=[self.sock]))
+        except BaseException as exc:  # noqa: BLE001 - reported by the starter
+            self.error = exc
+
+    async def _dispatch(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        app = self.app
+        if scope.get("type") != "http":
+            return
+        if app is None:
+            await _reply(send, 503, b'{"detail": "this world is closed"}')
+            return
+        self.active += 1
+        started = False
+
+        async def tracked_send(message: dict[str, Any]) -> None:
+            nonlocal started
+            if message.get("type") == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await app(scope, receive, tracked_send)
+        except Exception as exc:  # the app's bug is a 500 for the agent, not a dead server
+            if not started:
+                await _reply(send, 500, f'{{"detail": "internal server error: {type(exc).__name__}"}}'.encode())
+        finally:
+            self.active -= 1
+
+    @property
+    def alive(self) -> bool:
+        return self.thread.is_alive() and not self.server.should_exit
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=5)
+        with contextlib.suppress(OSError):
+            self.sock.close()
+
+
+_idle: list[Slot] = []
+_lock = threading.Lock()
+
+
+def acquire(app: Any) -> Slot:
+    """A listening server serving ``app``: a warm one from the pool, else a new one."""
+    with _lock:
+        while _idle:
+            slot = _idle.pop()
+            if slot.alive:
+                slot.app = app
+                return slot
+    slot = Slot()
+    slot.app = app
+    return slot
+
+
+def release(slot: Slot) -> None:
+    """Unplug the app (later requests get 503) and keep the server warm for the next episode."""
+    slot.app = None
+    with _lock:
+        if slot.alive and len(_idle) < MAX_IDLE:
+            _idle.append(slot)
+            return
+    slot.stop()
+
+
+def shutdown_pool() -> None:
+    with _lock:
+        slots, _idle[:] = list(_idle), []
+    for slot in slots:
+        slot.stop()
+
+
+def pool_size() -> int:
+    with _lock:
+        return len(_idle)
+
+
+class Subprocess:
+    """The app in a child process of its own (``python -m agentsynth_rest.serve``)."""
+
+    def __init__(self, ref: str, base_dir: Path, world: Path, seed: int, start_seconds: float) -> None:
+        argv = [sys.executable, "-m", "agentsynth_rest.serve", "--app", ref, "--base-dir", str(base_dir),
+                "--world", str(world), "--seed", str(seed)]
+        env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "LC_ALL", "PYTHONPATH",
+                                                             "VIRTUAL_ENV", "TMPDIR")}
+        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     env=env, start_new_session=True, cwd=str(world))
+        self.port = self._handshake(start_seconds)
+
+    def _handshake(self, seconds: float) -> int:
+        assert self.proc.stdout is not None
+        result: list[bytes] = []
+        reader = threading.Thread(target=lambda: result.append(self.proc.stdout.readline()),  # type: ignore[union-attr]
+                                  daemon=True)
+        reader.start()
+        reader.join(seconds)
+        line = result[0].decode(errors="replace").strip() if result else ""
+        if line.startswith("listening "):
+            return int(line.split()[1])
+        self.kill()
+        err = b""
+        if self.proc.stderr is not None:
+            with contextlib.suppress(Exception):
+                err = self.proc.stderr.read()[-2000:]
+        why = "timed out" if not result else f"exited with status {self.proc.returncode}"
+        detail = err.decode(errors="replace").strip().splitlines()
+        raise WorldStartError(f"the app process {why} before listening ({start_hint(detail)})")
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+        with contextlib.suppress(Exception):
+            self.proc.wait(timeout=5)
+        for stream in (self.proc.stdout, self.proc.stderr):
+            if stream is not None:
+                with contextlib.suppress(Exception):
+                    stream.close()
+
+
+def start_hint(lines: list[str]) -> str:
+    return lines[-1][:500] if lines else "no error output"

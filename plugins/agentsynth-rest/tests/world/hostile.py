@@ -1,0 +1,90 @@
+"""A hostile (or just badly behaved) HTTP API for the world's tests: huge, endless, slow and
+compressed answers, redirects elsewhere, a crash, header echo, and a counter with a reset hook."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import json
+from pathlib import Path
+from typing import Any
+
+DOC = (Path(__file__).parent / "hostile.yaml").read_text()
+BOMB = gzip.compress(b"0" * 50_000_000, compresslevel=9)
+
+
+async def _json(send: Any, status: int, payload: Any, headers: list[tuple[bytes, bytes]] | None = None) -> None:
+    body = json.dumps(payload, sort_keys=True).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), *(headers or [])]})
+    await send({"type": "http.response.body", "body": body})
+
+
+def create_app(world: Path, seed: int = 0) -> Any:
+    state = {"counter": seed}
+    (world / "counter.json").write_text(json.dumps(state))
+
+    def save() -> None:
+        (world / "counter.json").write_text(json.dumps(state))
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        path, method = scope["path"], scope["method"]
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+        if path == "/openapi.yaml":
+            await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/yaml")]})
+            await send({"type": "http.response.body", "body": DOC.encode()})
+        elif path == "/huge":  # 100 MB, streamed
+            await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain")]})
+            chunk = b"A" * 65536
+            for _ in range(1600):
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            await send({"type": "http.response.body", "body": b""})
+        elif path == "/drip":  # headers at once, then one byte every 0.2 s, forever
+            await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain")]})
+            while True:
+                await send({"type": "http.response.body", "body": b".", "more_body": True})
+                await asyncio.sleep(0.2)
+        elif path == "/stall":  # never answers
+            await asyncio.sleep(3600)
+        elif path == "/gzip":
+            await send({"type": "http.response.start", "status": 200,
+                        "headers": [(b"content-type", b"text/plain"), (b"content-encoding", b"gzip")]})
+            await send({"type": "http.response.body", "body": BOMB})
+        elif path == "/redirect":
+            to = dict(p.split("=", 1) for p in scope["query_string"].decode().split("&") if "=" in p).get("to", "/")
+            await send({"type": "http.response.start", "status": 302, "headers": [(b"location", to.encode())]})
+            await send({"type": "http.response.body", "body": b""})
+        elif path == "/boom":
+            raise RuntimeError("the app fell over")
+        elif path == "/echo":
+            await _json(send, 200, {"headers": headers, "query": scope["query_string"].decode(),
+                                    "body": body.decode(), "raw_path": scope.get("raw_path", b"").decode()})
+        elif path.startswith("/items/"):
+            await _json(send, 200, {"raw_path": scope.get("raw_path", b"").decode(), "path": path})
+        elif path == "/counter" and method == "GET":
+            await _json(send, 200, {"value": state["counter"], "items": [{"id": 1, "tag": "a"}, {"id": 2, "tag": "b"}]})
+        elif path == "/counter/increment" and method == "POST":
+            by = json.loads(body or b"{}").get("by", 1)
+            state["counter"] += by
+            save()
+            await _json(send, 201, {"value": state["counter"]})
+        elif path == "/reset" and method == "POST":
+            state["counter"] = json.loads(body or b"{}").get("start", 0)
+            save()
+            await _json(send, 200, {"value": state["counter"]})
+        elif path == "/teapot":
+            await _json(send, 418, {"detail": "I'm a teapot"})
+        else:
+            await _json(send, 404, {"detail": f"no route {path}"})
+
+    return app
+
+
+def failing_app(world: Path, seed: int = 0) -> Any:
+    raise RuntimeError("database seed file missing")
