@@ -37,6 +37,15 @@ def _judge_from_options(judge: str | None, judge_spec: Path | None, run_spec: di
     return build("judge", cspec, base_dir=base_dir), label
 
 
+def _uses_local_model(judge_obj: Any) -> bool:
+    """A judge (or an ensemble member) on a ``local`` model: the embedded server decodes one request at
+    a time, so more in flight only queue (and count against the client's timeout)."""
+    members = getattr(judge_obj, "judges", None) or []
+    model = getattr(judge_obj, "model", "")
+    return (isinstance(model, str) and (model == "local" or model.startswith("local/"))) or any(
+        _uses_local_model(m) for m in members if m is not judge_obj)
+
+
 def _fmt(x: Any) -> str:
     if x is None:
         return "n/a"
@@ -149,9 +158,10 @@ def pairs(run_dirs: tuple[Path, ...], output: Path, judge_name: str | None, judg
 @click.option("--judge", "judge_name", metavar="TYPE", help="Judge to use (default: the run's judge, else heuristic).")
 @click.option("--judge-spec", type=click.Path(path_type=Path), help="YAML file with the judge spec.")
 @click.option("--blind", is_flag=True, help="Do not show the checkers' verdicts to the judge.")
-@click.option("--concurrency", type=click.IntRange(min=1), default=8, show_default=True, help="Judgements in flight.")
+@click.option("--concurrency", type=click.IntRange(min=1),
+              help="Judgements in flight (default 8; 1 for a judge on a local model, which answers one at a time).")
 def score(run_dirs: tuple[Path, ...], output: Path, judge_name: str | None, judge_spec: Path | None, blind: bool,
-          concurrency: int) -> None:
+          concurrency: int | None) -> None:
     """Score the stored trajectories of one or more runs with a judge (no episode is re-run).
 
     Rows are written to OUTPUT as they come (an interrupted command keeps what it scored) and
@@ -170,6 +180,8 @@ def score(run_dirs: tuple[Path, ...], output: Path, judge_name: str | None, judg
         results += [r for r in found if r.trajectory is not None]
         run_spec = spec if i == 0 else run_spec
     judge_obj, label = _judge_from_options(judge_name, judge_spec, run_spec)
+    if concurrency is None:
+        concurrency = 1 if _uses_local_model(judge_obj) else 8
     weights = getattr(judge_obj, "reward_weights", None)
     total = len(results)
     tally = {"done": 0, "failed": 0, "passed": 0, "score": 0.0}

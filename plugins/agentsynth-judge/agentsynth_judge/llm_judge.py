@@ -29,7 +29,9 @@ random order) to cancel position bias.
 Small contexts: every request carries ``max_tokens`` (default 1024; 512 for ``local`` models), and
 with ``context_chars`` set (the default for ``local`` models: 6000, about 2k tokens) the prompt is
 compact (a short system prompt) and the trajectory is re-rendered with smaller per-step budgets
-until the whole prompt fits; what still does not fit is cut with a visible marker.
+until the whole prompt fits; what still does not fit is cut with a visible marker. The reply is
+bounded too (integer scores 0-10, rationales of at most 80 characters), and a ``local`` judge waits
+up to 600 s for a reply (a small model on a busy CPU is slow; a timeout would only ask again).
 """
 
 from __future__ import annotations
@@ -79,6 +81,7 @@ COMPACT_SYSTEM_PROMPT = (
 DEFAULT_MAX_TOKENS = 1024
 SMALL_MAX_TOKENS = 512
 SMALL_CONTEXT_CHARS = 6_000
+LOCAL_TIMEOUT = 600.0
 
 
 def _is_local(model: str) -> bool:
@@ -91,13 +94,22 @@ class JudgeOutputError(AgentsynthError):
     agentsynth_error_kind = "judge"
 
 
-def score_schema(rubric: Rubric) -> dict[str, Any]:
-    """The JSON Schema of a pointwise verdict for ``rubric``."""
+COMPACT_RATIONALE_CHARS = 80
+COMPACT_SUMMARY_CHARS = 160
+
+
+def score_schema(rubric: Rubric, compact: bool = False) -> dict[str, Any]:
+    """The JSON Schema of a pointwise verdict for ``rubric``. ``compact`` (small contexts) bounds the
+    reply: integer scores 0-10 and short rationales, so a grammar-constrained small model cannot
+    run on until ``max_tokens`` (an unbounded string is where a 135M model loops)."""
+    score: dict[str, Any] = ({"type": "integer", "enum": list(range(SCALE + 1))} if compact
+                             else {"type": "number", "minimum": 0, "maximum": SCALE})
+    text: dict[str, Any] = {"type": "string", **({"maxLength": COMPACT_RATIONALE_CHARS} if compact else {})}
     dim = {
         "type": "object",
         "properties": {
-            "score": {"type": "number", "minimum": 0, "maximum": SCALE},
-            "rationale": {"type": "string"},
+            "score": score,
+            "rationale": text,
         },
         "required": ["score", "rationale"],
         "additionalProperties": False,
@@ -111,7 +123,7 @@ def score_schema(rubric: Rubric) -> dict[str, Any]:
                 "required": rubric.names,
                 "additionalProperties": False,
             },
-            "rationale": {"type": "string"},
+            "rationale": {"type": "string", **({"maxLength": COMPACT_SUMMARY_CHARS} if compact else {})},
         },
         "required": ["dimensions", "rationale"],
         "additionalProperties": False,
@@ -257,10 +269,13 @@ class LLMJudge(RubricJudge):
         self.system_prompt = system_prompt or (COMPACT_SYSTEM_PROMPT if self.context_chars is not None
                                                else SYSTEM_PROMPT)
         self.params = dict(params or {})
-        self.client = client if client is not None else client_for(run, **dict(client_options or {}))
+        options = dict(client_options or {})
+        if local:  # a small model on a busy CPU can take minutes for one reply: do not time out and redo it
+            options.setdefault("timeout", LOCAL_TIMEOUT)
+        self.client = client if client is not None else client_for(run, **options)
         if local:  # an embedded model costs nothing (a USD budget still works with it)
             self.client.prices.setdefault(model, (0.0, 0.0))
-        self.schema = score_schema(self.rubric)
+        self.schema = score_schema(self.rubric, compact=self.context_chars is not None)
 
     # --- plumbing -------------------------------------------------------------------------------
 
@@ -330,6 +345,8 @@ class LLMJudge(RubricJudge):
         head = f"RUBRIC (score every dimension 0-{SCALE}):\n{self._rubric_text()}\n\nTRAJECTORY:\n"
         tail = ("\n\nReply with a JSON object: {\"dimensions\": {<dimension>: {\"score\": <0-10>, \"rationale\": "
                 "<text>}, ...}, \"rationale\": <overall assessment>}")
+        if self.context_chars is not None:
+            tail += f" (integer scores; each rationale at most {COMPACT_RATIONALE_CHARS} characters)"
         prompt = head + self._render(trajectory, verdicts, self._room(head, tail)) + tail
         messages = [{"role": "system", "content": self.system_prompt}, {"role": "user", "content": prompt}]
         value, usage, attempts = await self.ask(messages, self.schema, "rubric_scores")

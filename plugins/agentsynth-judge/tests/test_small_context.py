@@ -4,16 +4,18 @@
 from __future__ import annotations
 
 import json
+from itertools import pairwise
 
 from click.testing import CliRunner
 from test_calibrate_run import run_dir  # noqa: F401 (the module-scoped run of five known outcomes)
 from test_llm_judge import GOOD, scores_json
 
-from agentsynth_judge import LLMJudge
+from agentsynth_judge import DEFAULT_RUBRIC, LLMJudge
 from agentsynth_kernel.cli import cli
 from agentsynth_kernel.testing import reply
 from conftest import PASS, read, traj, write_spec
 
+GOOD_DIMS = DEFAULT_RUBRIC.names
 LONG = traj(*[read(f"k{i}", "v" * 3000) for i in range(30)], "x" * 8000)
 
 
@@ -63,3 +65,34 @@ def test_judge_score_fails_when_nothing_could_be_scored(llm_server, run_dir, tmp
     res = CliRunner().invoke(cli, ["judge", "score", str(run_dir), "-o", str(out), "--judge-spec", str(spec)])
     assert res.exit_code == 1
     assert len(out.read_text().splitlines()) == 5 and "0 of 5 trajectories scored" in res.output
+
+
+async def test_a_small_context_bounds_the_reply_too(llm_server):
+    """Integer scores 0-10 and short rationales in the schema (a grammar-constrained small model
+    then cannot loop inside a string until max_tokens); a reply that breaks them is re-asked."""
+    long_reply = json.dumps({"dimensions": {n: {"score": 7, "rationale": "x" * 200} for n in GOOD_DIMS},
+                             "rationale": "fine"})
+    llm_server.add(reply(long_reply), reply(scores_json(6)))
+    judge = LLMJudge("openai/judge-model", api_base=llm_server.base_url, cache=False, context_chars=3000)
+    result = await judge.score(GOOD, PASS)
+    first, second = (r.json for r in llm_server.requests)
+    dim = first["response_format"]["json_schema"]["schema"]["properties"]["dimensions"]["properties"]["safety"]
+    assert dim["properties"]["score"]["enum"] == list(range(11)) and dim["properties"]["rationale"]["maxLength"] == 80
+    assert "longer than 80 characters" in second["messages"][-1]["content"]
+    assert result.score == 0.6
+    wide = LLMJudge("openai/judge-model", api_base=llm_server.base_url, cache=False).schema
+    assert "maxLength" not in wide["properties"]["rationale"]  # a large model keeps free rationales
+
+
+def test_a_judge_on_a_local_model_scores_one_at_a_time(llm_server, run_dir, tmp_path):  # noqa: F811
+    """The embedded server answers one request at a time: more in flight only queue against the
+    client's timeout, so ``judge score`` defaults to one judgement in flight for local models."""
+    llm_server.handler = lambda body: reply(scores_json(5), delay=0.2)
+    spec = write_spec(tmp_path / "judge.yaml", f"judge: {{type: llm, model: local/judge, "
+                                               f"api_base: '{llm_server.base_url}', cache: false}}\n")
+    out = tmp_path / "scores.jsonl"
+    res = CliRunner().invoke(cli, ["judge", "score", str(run_dir), "-o", str(out), "--judge-spec", str(spec)])
+    assert res.exit_code == 0, res.output
+    arrivals = sorted(r.received_at for r in llm_server.requests)
+    assert len(arrivals) == 5 and min(b - a for a, b in pairwise(arrivals)) >= 0.15  # never two at once
+    assert llm_server.requests[0].json["max_tokens"] == 512  # and the small-context defaults
