@@ -71,7 +71,7 @@ def generate_records(params: dict[str, Any], *, base_dir: Path | None = None, cl
     return accepted, report.to_dict()
 
 
-def run_from_run_spec(spec_file: Any, run_spec: Any, *, json_path: str | None, quiet: bool) -> int:
+def run_from_run_spec(spec_file: Any, run_spec: Any, *, json_path: str | None, quiet: bool, run_dir: Any = None) -> int:
     from agentsynth_kernel import get_host
     from agentsynth_kernel.spec import resolve_pack
 
@@ -90,4 +90,4 @@ def run_from_run_spec(spec_file: Any, run_spec: Any, *, json_path: str | None, q
     if spec.pack is None and spec.world is None and spec.tools is None:
         pack = resolve_pack(run_spec, base_dir=path.parent, source=str(path), host=get_host())
     return run_spec(spec, base_dir=path.parent, source=source, json_path=json_path, quiet=quiet, pack=pack,
-                    default_seed=run_spec.seed)
+                    default_seed=run_spec.seed, run_dir=Path(run_dir) if run_dir else None)

@@ -47,7 +47,7 @@ def _world(text: str) -> dict[str, Any]:
 
 
 def run_spec(spec: Any, *, base_dir: Path, source: str, json_path: str | None, quiet: bool, pack: Any = None,
-             default_seed: int = 0) -> int:
+             default_seed: int = 0, run_dir: Path | None = None) -> int:
     """Resolve the inputs, run, write, report; returns the exit code."""
     from agentsynth_kernel import get_host
 
@@ -57,12 +57,13 @@ def run_spec(spec: Any, *, base_dir: Path, source: str, json_path: str | None, q
     host = get_host()
     inputs = resolve_inputs(spec, base_dir=base_dir, source=source, host=host, pack=pack)
     config = config_of(spec, host, seed=default_seed)
-    out = Path(spec.out) if spec.out else None
-    if out is not None and not out.is_absolute():
-        out = base_dir / out if source != "command line" else out
-    rejected = Path(spec.rejected) if spec.rejected else None
-    if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
+    relative = source != "command line"  # a spec's paths are relative to the spec's folder
+    out = Path(spec.out) if spec.out else (Path(run_dir) / "trajectories.jsonl" if run_dir else None)
+    rejected = Path(spec.rejected) if spec.rejected else (Path(run_dir) / "rejected.jsonl" if run_dir else None)
+    out, rejected = ((base_dir / p if relative and p is not None and not p.is_absolute() else p) for p in (out, rejected))
+    for path in (out, rejected):
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
     progress = None if quiet else (lambda line: click.echo(line, err=True))
     report = asyncio.run(generate(config, inputs, out=out, rejected=rejected, host=host, on_progress=progress))
     summary = report.to_dict()

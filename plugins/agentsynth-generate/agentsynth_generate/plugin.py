@@ -33,4 +33,4 @@ def run_generation(spec_file: Any, spec: Any, run_dir: Any, json_path: str | Non
         return None
     from .api import run_from_run_spec
 
-    return run_from_run_spec(spec_file, spec, json_path=json_path, quiet=quiet)
+    return run_from_run_spec(spec_file, spec, json_path=json_path, quiet=quiet, run_dir=run_dir)

@@ -52,6 +52,8 @@ def check_format(draft: Draft) -> Rejection | None:
         return Rejection("format", "empty_answer", "the final answer is empty")
     if not draft.query.strip():
         return Rejection("format", "no_query", "no user query")
+    if not any(isinstance(s.action, ToolCall) for s in draft.steps):
+        return Rejection("format", "no_tool_call", "the answer uses no tool (this is tool-use data)")
     return None
 
 

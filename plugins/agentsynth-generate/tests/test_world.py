@@ -1,0 +1,124 @@
+"""Grounding in a real world: every call runs in a fresh SQLite world per item, a pack's task is then
+replayed in another fresh world and its checkers decide; an agent that only claims success is rejected."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentsynth_generate import generate_records
+from agentsynth_kernel.testing import reply, tool_calls
+from conftest import base
+
+
+@pytest.fixture
+def notes_pack(tmp_path: Path) -> Path:
+    pack = tmp_path / "notes"
+    pack.mkdir()
+    (pack / "pack.yaml").write_text(textwrap.dedent("""\
+        id: notes
+        environment:
+          type: sql
+          schema: "CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT NOT NULL);"
+          seed: "INSERT INTO notes (body) VALUES ('first');"
+          collateral: false
+        tasks:
+          - id: add-note
+            instruction: "Add a note saying 'buy milk'."
+            checkers:
+              - {type: sql, query: "SELECT COUNT(*) FROM notes WHERE body = 'buy milk'", expect: 1}
+        """))
+    return pack
+
+
+def sql_agent(statement: str, tool: str = "sql_execute") -> Any:
+    def agent(request: dict[str, Any]) -> Any:
+        if any(m["role"] == "tool" for m in request["messages"]):
+            return reply("Added the note.")
+        return tool_calls((tool, {"sql": statement}), content="I will insert the note.")
+    return agent
+
+
+def test_a_pack_task_runs_for_real_and_its_checkers_decide(model: Any, notes_pack: Path) -> None:
+    m, server = model
+    m.agent = sql_agent("INSERT INTO notes (body) VALUES ('buy milk')")
+    records, report = generate_records(base(server, pack=str(notes_pack)))
+    (record,) = records
+    assert record["grounding"] == "world" and m.calls.get("simulator", 0) == 0
+    world = record["verification"]["world"]
+    assert world["status"] == "passed" and world["verdicts"][0]["passed"] is True
+    assert record["query"] == "Add a note saying 'buy milk'." and record["id"] == "add-note-0-single_agent"
+    assert {t["function"]["name"] for t in record["tools"]} == {"sql_query", "sql_execute"}
+    assert report["stages"]["world"] == {"entered": 1, "passed": 1, "rejected": {}, "pass_rate": 1.0}
+
+
+@pytest.mark.parametrize(("attack", "stage", "reason"), [
+    ("claims_done", "format", "no_tool_call"), ("reads_only", "world", "checker_failed"),
+    ("wrong_row", "world", "checker_failed"), ("inserts_twice", "world", "checker_failed")])
+def test_trajectories_that_do_not_do_the_task_are_rejected(model: Any, notes_pack: Path, attack: str, stage: str,
+                                                           reason: str) -> None:
+    m, server = model
+    m.agent = {
+        "claims_done": lambda r: reply("Done! I added the note 'buy milk'."),
+        "reads_only": sql_agent("SELECT * FROM notes", tool="sql_query"),
+        "wrong_row": sql_agent("INSERT INTO notes (body) VALUES ('buy milk later')"),
+        "inserts_twice": sql_agent("INSERT INTO notes (body) VALUES ('buy milk'); INSERT INTO notes (body) VALUES ('buy milk')"),
+    }[attack]
+    records, report = generate_records(base(server, pack=str(notes_pack)))
+    assert records == []
+    assert report["stages"][stage]["rejected"] == {reason: 1}, report["stages"]
+
+
+def test_a_failing_statement_is_rejected_at_execution_from_the_real_error(model: Any, notes_pack: Path) -> None:
+    m, server = model
+    m.agent = sql_agent("INSERT INTO nowhere VALUES (1)")
+    records, report = generate_records(base(server, pack=str(notes_pack)))
+    assert report["stages"]["execution"]["rejected"] == {"tool_error": 1}
+
+
+def test_free_queries_on_a_world_run_for_real_but_are_not_called_checked(model: Any, notes_pack: Path) -> None:
+    m, server = model
+    m.agent = sql_agent("SELECT body FROM notes", tool="sql_query")
+    records, report = generate_records(base(server, pack=str(notes_pack), query=["List my notes"]))
+    (record,) = records
+    tool_message = record["messages"][3]
+    assert tool_message["role"] == "tool" and "first" in tool_message["content"]  # from the real database
+    assert record["verification"]["world"].startswith("no_checkers")
+    assert report["stages"]["world"]["entered"] == 0
+
+
+def test_each_item_gets_a_fresh_world(model: Any, notes_pack: Path) -> None:
+    m, server = model
+    m.agent = sql_agent("INSERT INTO notes (body) VALUES ('buy milk')")
+    records, report = generate_records(base(server, pack=str(notes_pack), n=3))
+    assert report["accepted"] == 3  # a shared world would hold 2, then 3 'buy milk' rows and fail the checker
+
+
+def test_world_from_an_environment_spec(model: Any, tmp_path: Path) -> None:
+    m, server = model
+    m.agent = sql_agent("SELECT 6 * 7 AS answer", tool="sql_query")
+    records, report = generate_records(base(server, world={"type": "sql", "schema": "CREATE TABLE t (x INT);"},
+                                            query=["What is six times seven?"]), base_dir=tmp_path)
+    assert "42" in records[0]["messages"][3]["content"]
+
+
+def test_back_translation_on_a_world_executes_the_chain(model: Any, notes_pack: Path) -> None:
+    m, server = model
+    records, report = generate_records(base(server, pack=str(notes_pack), mode=["back"], query=["x"], n=4))
+    # arguments sampled from sql's schema are not valid SQL: the real world says so, and the stage reports it
+    assert report["stages"]["execution"]["rejected"].get("tool_error", 0) + report["accepted"] == 4
+    for record in records:
+        assert record["grounding"] == "world"
+
+
+def test_unknown_world_type_is_a_clear_error(model: Any, tmp_path: Path) -> None:
+    from agentsynth_kernel import SpecError
+
+    m, server = model
+    with pytest.raises(SpecError, match=r"world.type: unknown environment 'sqll' \(did you mean 'sql'\?\)"):
+        generate_records(base(server, world={"type": "sqll"}, query=["x"]))
+    with pytest.raises(SpecError, match="no such pack"):
+        generate_records(base(server, pack=str(tmp_path / "missing"), query=["x"]))
