@@ -1,0 +1,97 @@
+"""The sql-python pack on the real sql and python worlds (bubblewrap sandbox): every gate of
+`pack validate`, the children's own exploits through the composite doing real work in their
+worlds, and a python world that cannot start."""
+
+from __future__ import annotations
+
+import asyncio
+
+import attrs
+import pytest
+
+from agentsynth_kernel import ToolCall, get_host
+from agentsynth_kernel.episode import EpisodeConfig, run_episode
+from agentsynth_kernel.spec import ComponentSpec, load_pack
+from agentsynth_kernel.testing.adversarial import assert_unfarmable, exploits_for
+from conftest import has_sandbox
+
+pytest.importorskip("agentsynth_sql")
+pytest.importorskip("agentsynth_python")
+needs_bwrap = pytest.mark.skipif(not has_sandbox(), reason="bubblewrap (bwrap) is not installed")
+
+
+def play(pack, task, actions, timeout=90):
+    config = EpisodeConfig(ComponentSpec("scripted", {"actions": actions}), timeout=timeout)
+    return asyncio.run(run_episode(get_host(), pack, task, 0, 0, config))
+
+
+@needs_bwrap
+def test_sql_python_passes_every_gate():
+    from agentsynth_kernel.commands.pack import validate_pack
+
+    pack, gates = validate_pack("sql-python", concurrency=3, timeout=90)
+    assert pack is not None and len(pack.tasks) == 4
+    bad = {g.name: g.problems for g in gates if g.status != "pass"}
+    assert bad == {}, bad
+    robustness = next(g for g in gates if g.name == "robustness")
+    assert "robustness 100%" in robustness.note
+
+
+@needs_bwrap
+@pytest.mark.parametrize("name, tool", [("composite.sql.temp_table_shadow", "db__sql_execute"),
+                                        ("composite.sql.dump_answer", "db__sql_query"),
+                                        ("composite.python.symlink_file_out", "py__python_exec"),
+                                        ("composite.python.read_host", "py__python_exec")])
+def test_children_s_exploits_act_in_their_world_through_the_composite(name, tool):
+    pack = load_pack("sql-python")
+    exploit = {e.name: e for e in exploits_for(pack)}[name]
+    result = play(pack, pack.tasks[0], lambda state: exploit.actions(state, pack))
+    calls = [s for s in result.trajectory.steps if isinstance(s.action, ToolCall)]
+    assert calls and all(s.action.name == tool or s.action.name.startswith(tool.split("__")[0])
+                         for s in calls), [s.action.name for s in calls]
+    assert not any(s.invalid for s in calls)  # real calls of the world's tools, not refused names
+    assert result.status != "passed", result.why
+    if exploit.host_check is not None:
+        assert exploit.host_check() is None
+
+
+@needs_bwrap
+@pytest.mark.slow
+def test_the_python_world_s_hostile_exploits_through_the_composite():
+    """Fork bomb, memory, disk, CPU, descriptors, output, network, writes outside ... (the python
+    plugin limits these to its own pack's task ids): here on one task of sql-python."""
+    from agentsynth_composite.exploits import through_composite
+
+    pack = load_pack("sql-python")
+    host = get_host()
+    mine = [through_composite(e, "python", tasks=("region-revenue",)) for group in
+            host.pm.hook.adversarial_exploits(environment="python") for e in group or () if e.tasks]
+    assert len(mine) >= 8
+    outcomes = assert_unfarmable(pack, mine, concurrency=2, timeout=120)
+    assert len(outcomes) == len(mine)
+
+
+@needs_bwrap
+def test_a_sql_checker_pointed_at_the_python_world_is_an_error_not_a_pass():
+    pack = load_pack("sql-python")
+    task = pack.tasks[0]
+    inner = task.checkers[0].params["checker"]
+    swapped = attrs.evolve(task, checkers=[ComponentSpec("composite", {"world": "py", "checker": inner})])
+    oracle = __import__("agentsynth_kernel.importing", fromlist=["import_file"]).import_file(pack.oracle_path)
+    result = play(pack, swapped, oracle.ORACLE[task.id])
+    assert result.status == "error" and result.error_kind == "checker"
+    assert "needs the 'sql' environment, got PythonEnvironment" in result.error
+
+
+def test_a_python_world_that_cannot_start_is_an_environment_error_naming_it(monkeypatch, tmp_path):
+    from agentsynth_python import sandbox
+
+    pack = load_pack("sql-python")
+    monkeypatch.setenv("PATH", str(tmp_path))  # no bwrap to be found
+    sandbox.probe.cache_clear()
+    try:
+        result = play(pack, pack.tasks[0], [{"answer": "x"}], timeout=60)
+    finally:
+        sandbox.probe.cache_clear()
+    assert result.status == "error" and result.error_kind == "environment"
+    assert "world 'py' (python)" in result.error and "bubblewrap is not installed" in result.error
