@@ -1,7 +1,8 @@
-"""Hook implementations: the ``agentsynth rl`` command group."""
+"""Hook implementations: the ``agentsynth rl`` command group and ``agentsynth pack export``."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import click
@@ -9,8 +10,44 @@ import click
 from agentsynth_kernel import hookimpl
 
 
+def _export_command() -> click.Command:
+    @click.command("export")
+    @click.argument("pack")
+    @click.option("--format", "fmt", required=True, metavar="verifiers|openenv",
+                  help="verifiers: a verifiers 0.4+ environment package; openenv: the OpenEnv server layout.")
+    @click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
+                  help="Directory to write the package into (empty or absent).")
+    @click.option("--name", default=None, help="Distribution name (default agentsynth-env-PACK / agentsynth-openenv-PACK).")
+    @click.option("--split", default="train", show_default=True, type=click.Choice(["train", "test", "all"]),
+                  help="The split the package serves by default (test only when asked).")
+    @click.option("--require", "require", multiple=True, metavar="DIST",
+                  help="Extra requirement of the package (repeatable), e.g. a plugin installed without a distribution.")
+    @click.option("--force", is_flag=True, help="Write into a non-empty --out (replacing an earlier export).")
+    def export(pack: str, fmt: str, out: Path, name: str | None, split: str, require: tuple[str, ...],
+               force: bool) -> None:
+        """Write PACK as an installable verifiers or OpenEnv package that depends on agentsynth
+        and the pack's plugins; rewards are the pack's checkers' verdicts."""
+        from .export import FORMATS, ExportError, export_pack
+
+        if fmt not in FORMATS:
+            raise click.UsageError(f"--format: unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
+        try:
+            done = export_pack(pack, fmt, out, name=name, split=split, force=force, require=require)
+        except (ExportError, ValueError) as exc:
+            raise click.ClickException(str(exc)) from None
+        click.echo(f"wrote {done.format} package {done.distribution} ({done.split} split of pack {done.pack_id!r}) "
+                   f"to {done.out}: {len(done.files)} files; requires {', '.join(done.requires)}")
+
+    return export
+
+
 @hookimpl
 def register_commands(cli: Any) -> None:
+    # `agentsynth pack export`: the kernel owns the pack group, this plugin adds a command to it
+    pack_group = cli.commands.get("pack") or cli.get_command(None, "pack")
+    if isinstance(pack_group, click.Group) and "export" not in pack_group.commands:
+        pack_group.add_command(_export_command(), "export")
+
     @cli.group()
     def rl() -> None:
         """Use a pack as an RL environment (OpenEnv server, TRL, Gymnasium)."""
@@ -39,3 +76,5 @@ def register_commands(cli: Any) -> None:
             raise click.ClickException(str(exc)) from None
         click.echo(f"agentsynth rl: serving pack {pack!r} ({split} split) as OpenEnv on http://{bind}:{port}", err=True)
         uvicorn.run(app, host=bind, port=port, log_level="warning")
+
+    rl.add_command(_export_command(), "export")
