@@ -17,6 +17,13 @@ Per item:
    (``noop_passes``: e.g. a read-only chain, which changes nothing checkable).
 
 The chain (plus a short answer) is the new task's oracle.
+
+Small models (``model: local``, or ``context_chars:`` set): the writer's prompt fits
+``context_chars`` (default 6000 characters, about 2k tokens: tools as one-line signatures, each
+result cut with a visible marker) and its reply is constrained to the answer's JSON Schema
+(``structured``, default on for local models: instruction, answer and probe calls to real tools),
+so even a 135M model writes something that parses. With ``explorer: {type: scripted, ...}`` and
+fixed ``probes:`` this is a path on which such a model's tasks get accepted.
 """
 
 from __future__ import annotations
@@ -82,6 +89,8 @@ class BackTranslationSpec:
     probes: list[dict[str, Any]] = attrs.field(factory=list)
     focus: list[str] = attrs.field(factory=list)
     exact_state: bool = True
+    context_chars: int | None = None
+    structured: bool | None = None
     split: str = "train"
     tier: str = "synth-bt"
     id_prefix: str = "bt"
@@ -93,16 +102,50 @@ class BackTranslationSpec:
             raise InvalidValue("model: needed for the writer and the default explorer (or give 'explorer:')")
         if self.split not in ("train", "test"):
             raise InvalidValue(f"split: expected train or test, got {self.split!r}")
+        if self.context_chars is not None and self.context_chars < 1000:
+            raise InvalidValue(f"context_chars: must be at least 1000, got {self.context_chars}")
 
 
-def chain_text(trajectory: Any) -> str:
+SMALL_CONTEXT_CHARS = 6_000
+
+
+def _is_local(model: str | None) -> bool:
+    return bool(model) and (model == "local" or str(model).startswith("local/"))
+
+
+def chain_text(trajectory: Any, limit: int = 1500) -> str:
     lines = []
     for i, step in enumerate(trajectory.steps):
         if isinstance(step.action, ToolCall) and not step.invalid:
             obs = step.observation.content if step.observation else ""
+            if limit < 1500 and len(obs) > limit:
+                obs = obs[:limit] + f" [... {len(obs) - limit} characters cut]"
             obs = obs if len(obs) <= 1500 else obs[:1500] + " …"
             lines.append(f"{i + 1}. {step.action.name}({json.dumps(step.action.arguments)})\n   -> {obs}")
     return "\n".join(lines)
+
+
+def tool_lines(tools: list[Any]) -> str:
+    """Tools as one-line signatures (a small context has no room for their JSON Schemas)."""
+    out = []
+    for t in tools:
+        props = (t.parameters or {}).get("properties") or {}
+        args = ", ".join(f"{k}: {v.get('type', 'any')}" if isinstance(v, dict) else k for k, v in props.items())
+        out.append(f"- {t.name}({args}): {t.description}")
+    return "\n".join(out)
+
+
+def writer_schema(tools: list[Any], with_probes: bool) -> dict[str, Any]:
+    """The writer's reply as a JSON Schema (bounded strings; probes are calls to the real tools)."""
+    props: dict[str, Any] = {"instruction": {"type": "string", "minLength": 8, "maxLength": 400},
+                             "answer": {"type": "string", "maxLength": 200}}
+    if with_probes:
+        calls = [{"type": "object", "properties": {"tool": {"const": t.name},
+                                                   "arguments": t.parameters or {"type": "object"}},
+                  "required": ["tool", "arguments"], "additionalProperties": False} for t in tools]
+        props["probes"] = {"type": "array", "items": calls[0] if len(calls) == 1 else {"anyOf": calls},
+                           "minItems": 1, "maxItems": 3}
+    return {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
 
 
 def check_probes(probes: Any, tools: list[Any]) -> list[dict[str, Any]]:
@@ -145,6 +188,28 @@ class BackTranslation:
             params["api_key_env"] = s.api_key_env
         return ComponentSpec("llm", params)
 
+    def _writer_prompt(self, traj: Any, tools: list[Any]) -> str:
+        """The writer's prompt; with a context budget (small models) shrunk to fit it."""
+        s = self.spec
+        fill = {"probe_rule": "" if s.probes else PROBE_RULE,
+                "probe_key": "" if s.probes else ', "probes": [{"tool": "...", "arguments": {...}}]'}
+        budget = s.context_chars if s.context_chars is not None else (
+            SMALL_CONTEXT_CHARS if _is_local(s.model) else None)
+        if budget is None:
+            return WRITER_PROMPT.format(**fill, tools=json.dumps([t.to_openai()["function"] for t in tools]),
+                                        chain=chain_text(traj))
+        signatures = tool_lines(tools)
+        fixed = len(WRITER_PROMPT.format(**fill, tools=signatures, chain=""))
+        limit = 1500
+        chain = chain_text(traj, limit)
+        while fixed + len(chain) > budget and limit > 60:
+            limit //= 2
+            chain = chain_text(traj, limit)
+        if fixed + len(chain) > budget:  # still too long (many calls, long arguments): keep the tail
+            keep = max(0, budget - fixed - 60)
+            chain = f"[... {len(chain) - keep} characters of earlier calls cut]\n" + chain[len(chain) - keep:]
+        return WRITER_PROMPT.format(**fill, tools=signatures, chain=chain)
+
     async def make(self, ctx: SynthContext, item: Item, meter: Meter) -> Outcome:
         s = self.spec
         out = Outcome()
@@ -164,12 +229,14 @@ class BackTranslation:
             return out.reject("chain_errors", f"{len(bad)} call(s) failed, e.g. {first[:200]}")
         tools = list(traj.tools)
         chain = action_dicts(traj, answer="")[:-1]
-        prompt = WRITER_PROMPT.format(
-            probe_rule="" if s.probes else PROBE_RULE,
-            probe_key="" if s.probes else ', "probes": [{"tool": "...", "arguments": {...}}]',
-            tools=json.dumps([t.to_openai()["function"] for t in tools]), chain=chain_text(traj))
+        prompt = self._writer_prompt(traj, tools)
+        structured = s.structured if s.structured is not None else _is_local(s.model)
+        extra: dict[str, Any] = {}
+        if structured:
+            extra["response_format"] = {"type": "json_schema", "json_schema": {
+                "name": "back_translation", "schema": writer_schema(tools, not s.probes)}}
         text = await ctx.ask([{"role": "user", "content": prompt}], meter, salt=f"bt:{item.id}:{item.seed}",
-                             settings=self.settings)
+                             settings=self.settings, **extra)
         try:
             data = parse_json_object(text)
             instruction = data.get("instruction")

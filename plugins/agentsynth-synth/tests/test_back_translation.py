@@ -186,3 +186,28 @@ def test_same_seed_and_warm_cache_write_the_same_pack_without_requests(llm, pack
     assert llm.count == sent and report.requests == 0
     for name in ("pack.yaml", "oracle.py"):
         assert (tmp_path / "a" / name).read_text().replace("id: a", "id: b") == (tmp_path / "b" / name).read_text()
+
+
+def test_a_local_writer_gets_a_prompt_that_fits_and_a_constrained_reply(llm, pack_dir):
+    """``model: local...`` (a small model): the writer's prompt fits 6000 characters although the chain
+    read a 5000-character note (cut with a marker), and the reply is constrained to the answer's
+    schema (probes are calls to the real tools), so a tiny model's reply parses."""
+    chain = [{"tool": "write", "arguments": {"key": "color", "value": "green" * 1000}},
+             {"tool": "read", "arguments": {"key": "color"}}, {"answer": "done"}]
+    report = run_generator("back_translation", pack_dir, {
+        "model": "local/writer", "api_base": llm.base_url, "n": 1,
+        "explorer": {"type": "scripted", "actions": chain}}, cache=False)
+    assert [r.task_id for r in report.accepted] == ["bt-0000"], report.to_dict()
+    [sent] = [r.json for r in llm.requests if r.json and r.json.get("model") == "writer"]
+    prompt = sent["messages"][0]["content"]
+    assert len(prompt) <= 6000 and "characters cut" in prompt and "- write(key: string, value: string)" in prompt
+    schema = sent["response_format"]["json_schema"]["schema"]
+    assert schema["properties"]["instruction"]["maxLength"] == 400
+    assert [c["properties"]["tool"]["const"] for c in schema["properties"]["probes"]["items"]["anyOf"]] == [
+        "read", "write", "list"]
+
+
+def test_a_hosted_writer_keeps_the_full_prompt(llm, pack_dir):
+    run_generator("back_translation", pack_dir, params(llm, n=1), cache=False)
+    [sent] = [r.json for r in llm.requests if r.json and r.json.get("model") == "writer"]
+    assert "response_format" not in sent and '"parameters"' in sent["messages"][0]["content"]
