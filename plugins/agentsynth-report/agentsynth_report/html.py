@@ -113,7 +113,7 @@ def build_report(run_dirs: Sequence[Path], output: Path, *, title: str = "",
         with open(final, "w", encoding="utf-8") as out:
             out.write("<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n")
             out.write(f'<meta http-equiv="Content-Security-Policy" content="{csp}">\n')
-            out.write('<meta name="viewport" content="width=device-width, initial-scale=1">\n')
+            out.write('<meta name="viewport" content="width=device-width, initial-scale=1"><link rel="icon" href="data:,">\n')
             out.write(f"<title>{_escape_text(bundle['title'])}</title>\n")
             out.write(f"<style>{asset('vendor/uPlot.min.css')}\n{asset('app.css')}</style>\n</head><body>\n")
             out.write('<div id="app"><p>Loading the report…</p></div>\n')

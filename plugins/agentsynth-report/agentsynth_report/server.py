@@ -188,7 +188,7 @@ def _page(page: str, title: str, **config: Any) -> HTMLResponse:
     body = (
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         f"<title>agentsynth · {title}</title>"
-        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1"><link rel="icon" href="data:,">'
         '<link rel="stylesheet" href="/static/uPlot.min.css"><link rel="stylesheet" href="/static/app.css">'
         '</head><body><div id="app"><p>Loading…</p></div>'
         f'<script type="application/json" id="page-config">{script_json({"page": page, **config})}</script>'

@@ -12,7 +12,7 @@ from conftest import PAYLOAD, Page, agentsynth
 
 def _open(page: Page, path: Path) -> Any:
     page.page.goto(path.as_uri())
-    page.page.wait_for_function("window.__reportReady !== undefined", timeout=15000)
+    page.page.wait_for_selector("body[data-ready]", timeout=15000)
     return page.page
 
 

@@ -269,6 +269,7 @@
       judge.appendChild(judgeTable(runs, dims));
     }
     window.__reportReady = performance.now();
+    document.body.setAttribute("data-ready", String(Math.round(window.__reportReady)));
   }
 
   function summarySection(runs) {
