@@ -75,7 +75,7 @@ def run_from_run_spec(spec_file: Any, run_spec: Any, *, json_path: str | None, q
     from agentsynth_kernel import get_host
     from agentsynth_kernel.spec import resolve_pack
 
-    from .cli import run_spec
+    from .cli import run_spec as run
 
     path = Path(spec_file)
     source = f"{path} (generate:)"
@@ -89,5 +89,5 @@ def run_from_run_spec(spec_file: Any, run_spec: Any, *, json_path: str | None, q
     pack = None
     if spec.pack is None and spec.world is None and spec.tools is None:
         pack = resolve_pack(run_spec, base_dir=path.parent, source=str(path), host=get_host())
-    return run_spec(spec, base_dir=path.parent, source=source, json_path=json_path, quiet=quiet, pack=pack,
+    return run(spec, base_dir=path.parent, source=source, json_path=json_path, quiet=quiet, pack=pack,
                     default_seed=run_spec.seed, run_dir=Path(run_dir) if run_dir else None)
