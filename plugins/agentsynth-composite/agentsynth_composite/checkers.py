@@ -117,6 +117,16 @@ class CompositeChecker:
 
     world_state = True
 
+    @staticmethod
+    def world_state_for(params: dict[str, Any]) -> bool:
+        """Per spec: as the inner checker (read by ``pack validate`` once the kernel asks this)."""
+        inner = params.get("checker")
+        if isinstance(inner, str):
+            inner = {"type": inner}
+        if not isinstance(inner, dict) or not isinstance(inner.get("type"), str):
+            return False
+        return reads_world_state(ComponentSpec(inner["type"], {k: v for k, v in inner.items() if k != "type"}))
+
     def __init__(self, spec: CompositeCheckSpec | CompositeAnswerCheckSpec, base_dir: Path | None = None,
                  task: Any = None, pack: Any = None, run: Any = None) -> None:
         self.world = spec.world

@@ -13,7 +13,8 @@ daemon thread of its own (one per child for the whole episode, so thread-bound o
 working and a child that blocks does not stall the others). Children are reset in parallel
 (``parallel: false`` resets them one after the other); one that fails or takes longer than
 ``setup_seconds`` to start is an infrastructure failure naming the world and its reason, and the
-worlds already started are closed first. ``close`` closes every child, even when one fails.
+worlds already started are closed first (a stuck one from a fresh thread, as the kernel closes a
+stuck environment). ``close`` closes every child, even when one fails.
 """
 
 from __future__ import annotations
@@ -147,11 +148,6 @@ class _Lane:
         self.jobs.put((fn, args, settle))
         return await future
 
-    def submit(self, fn: Callable[..., Any], *args: Any) -> None:
-        """Queue a call nobody waits for (a close behind a stuck reset)."""
-        self.busy += 1
-        self.jobs.put((fn, args, None))
-
     def stop(self) -> None:
         self.jobs.put(None)
 
@@ -184,7 +180,6 @@ class World:
     tools: list[ToolSpec] = attrs.field(factory=list)
     first: Observation | None = None
     started: bool = False
-    stuck: bool = False
     reset_seconds: float = 0.0
 
 
@@ -240,7 +235,7 @@ class CompositeEnvironment:
     async def reset(self, seed: int) -> Observation:
         await self._close_all()  # a second reset starts from nothing
         for world in self.worlds.values():
-            world.started, world.stuck, world.first, world.tools = False, False, None, []
+            world.started, world.first, world.tools = False, None, []
 
         async def start(world: World) -> None:
             started = time.perf_counter()
@@ -248,7 +243,6 @@ class CompositeEnvironment:
                 first = await asyncio.wait_for(self.call_in(world.name, world.env.reset, seed),
                                                self.spec.setup_seconds)
             except TimeoutError:
-                world.stuck = True
                 raise CompositeWorldError(f"did not start within setup_seconds={self.spec.setup_seconds:g}") from None
             finally:
                 world.started = True  # even half-started, it must be closed
@@ -347,22 +341,23 @@ class CompositeEnvironment:
 
     async def _close_all(self) -> list[str]:
         """Close every started child (in parallel, each bounded by close_seconds); the reasons of
-        those that failed. A child whose thread is stuck (a reset that never returned) gets its
-        close queued behind the stuck call, and its thread ends after it."""
+        those that failed. A child whose thread is still busy (a reset or step that never
+        returned) is closed from a fresh thread, as the kernel closes an environment after a
+        timeout, rather than queued behind the stuck call (closing is what unblocks it)."""
         errors: list[str] = []
 
         async def close_one(world: World) -> None:
             close = getattr(world.env, "close", None)
             lane = world.lane
+            fresh: _Lane | None = None
             try:
                 if close is None:
                     return
-                if lane is not None and (world.stuck or lane.busy) and _how(close) == "thread":
-                    lane.submit(close)
-                    errors.append(f"world {world.name!r}: its thread is still busy (a call that never returned); "
-                                  "its close is queued behind it")
-                    return
-                await asyncio.wait_for(self.call_in(world.name, close), self.spec.close_seconds)
+                if lane is not None and lane.busy and _how(close) == "thread":
+                    fresh = _Lane(f"{world.name}-close")
+                    await asyncio.wait_for(fresh.call(close), self.spec.close_seconds)
+                else:
+                    await asyncio.wait_for(self.call_in(world.name, close), self.spec.close_seconds)
             except TimeoutError:
                 errors.append(f"world {world.name!r}: close took longer than close_seconds="
                               f"{self.spec.close_seconds:g}")
@@ -370,9 +365,10 @@ class CompositeEnvironment:
                 errors.append(f"world {world.name!r}: close failed: {_describe(exc)}")
             finally:
                 world.started = False
-                if lane is not None:
-                    lane.stop()
-                    world.lane = None
+                for used in (lane, fresh):
+                    if used is not None:
+                        used.stop()  # a stuck thread ends once its call returns
+                world.lane = None
 
         await asyncio.gather(*(close_one(w) for w in self.worlds.values() if w.started))
         self._tools, self._by_name = [], {}
