@@ -81,7 +81,7 @@ class AuthSpec:
 @attrs.frozen
 class ResetSpec:
     """The request that resets an external world before each episode (``{seed}`` in ``path`` or in
-    a string of ``body`` becomes the episode's seed). A status outside ``expect_status`` (default:
+    a string of ``body`` becomes the episode's seed; a value that is just ``"{seed}"`` becomes the number). A status outside ``expect_status`` (default:
     any 2xx) fails the episode as an environment error."""
 
     path: str
@@ -132,7 +132,11 @@ class RestEnvironment:
     """One episode's HTTP world (see the module docstring)."""
 
     def __init__(self, spec: RestEnvSpec | None = None, base_dir: Path | None = None, **params: Any) -> None:
-        self.spec = spec if spec is not None else RestEnvSpec(**params)
+        if spec is None:  # built directly (not from a spec file): the same structuring and errors
+            from agentsynth_kernel.spec import structure
+
+            spec = structure(params, RestEnvSpec, source="environment")
+        self.spec = spec
         self.base_dir = Path(base_dir) if base_dir is not None else Path.cwd()
         s = self.spec
         if (s.app is None) == (s.base_url is None):
@@ -400,6 +404,8 @@ class RestEnvironment:
 
 
 def _with_seed(value: Any, seed: int) -> Any:
+    if value == "{seed}":
+        return seed  # the whole value: the number itself
     if isinstance(value, str):
         return value.replace("{seed}", str(seed))
     if isinstance(value, list):

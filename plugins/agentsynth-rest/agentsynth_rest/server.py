@@ -194,21 +194,25 @@ class Subprocess:
         line = result[0].decode(errors="replace").strip() if result else ""
         if line.startswith("listening "):
             return int(line.split()[1])
-        self.kill()
+        self._terminate()
         err = b""
         if self.proc.stderr is not None:
             with contextlib.suppress(Exception):
                 err = self.proc.stderr.read()[-2000:]
+        self.kill()
         why = "timed out" if not result else f"exited with status {self.proc.returncode}"
         detail = err.decode(errors="replace").strip().splitlines()
         raise WorldStartError(f"the app process {why} before listening ({start_hint(detail)})")
 
-    def kill(self) -> None:
+    def _terminate(self) -> None:
         if self.proc.poll() is None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.proc.pid, signal.SIGKILL)
         with contextlib.suppress(Exception):
             self.proc.wait(timeout=5)
+
+    def kill(self) -> None:
+        self._terminate()
         for stream in (self.proc.stdout, self.proc.stderr):
             if stream is not None:
                 with contextlib.suppress(Exception):

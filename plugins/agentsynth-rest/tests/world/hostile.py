@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import gzip
 import json
+import urllib.parse
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +58,7 @@ def create_app(world: Path, seed: int = 0) -> Any:
                         "headers": [(b"content-type", b"text/plain"), (b"content-encoding", b"gzip")]})
             await send({"type": "http.response.body", "body": BOMB})
         elif path == "/redirect":
-            to = dict(p.split("=", 1) for p in scope["query_string"].decode().split("&") if "=" in p).get("to", "/")
+            to = urllib.parse.parse_qs(scope["query_string"].decode()).get("to", ["/"])[0]
             await send({"type": "http.response.start", "status": 302, "headers": [(b"location", to.encode())]})
             await send({"type": "http.response.body", "body": b""})
         elif path == "/boom":
