@@ -26,7 +26,7 @@ from agentsynth_kernel import EpisodeResult
 
 from .model import check_run_dirs, compare, digest_run_dir
 
-CHUNK = 50
+CHUNK = 100
 
 
 def asset(name: str) -> str:
@@ -61,11 +61,19 @@ class _ChunkWriter:
         self.pending: list[bytes] = []
         self.chunks = 0
         self.raw_bytes = 0
+        # what every episode of a run repeats (system prompt, tool schemas), written once per run
+        self.shared: dict[bytes, int] = {}
 
     def add(self, index: int, result: EpisodeResult) -> None:
         # provenance is the same for every episode of a run and is shown once, from the digest
         slim = msgspec.structs.replace(result, provenance={})
-        self.pending.append(_episode_encoder.encode(slim))
+        ref = -1
+        traj = result.trajectory
+        if traj is not None and (traj.tools or traj.system_prompt):
+            key = _episode_encoder.encode({"system_prompt": traj.system_prompt, "tools": traj.tools})
+            ref = self.shared.setdefault(key, len(self.shared))
+            slim = msgspec.structs.replace(slim, trajectory=msgspec.structs.replace(traj, tools=[], system_prompt=""))
+        self.pending.append(b'{"s":%d,"e":%s}' % (ref, _episode_encoder.encode(slim)))
         if len(self.pending) >= CHUNK:
             self.flush()
 
@@ -78,6 +86,12 @@ class _ChunkWriter:
         self.out.write(f'<script type="application/gzip+json" id="c{self.run_index}-{self.chunks}">{packed}</script>\n')
         self.chunks += 1
         self.pending = []
+
+    def close(self) -> None:
+        self.flush()
+        shared = "[" + ",".join(key.decode() for key in self.shared) + "]"
+        self.out.write(f'<script type="application/json" id="shared-{self.run_index}">'
+                       f'{script_json(json.loads(shared))}</script>\n')
 
 
 def build_report(run_dirs: Sequence[Path], output: Path, *, title: str = "",
@@ -97,7 +111,7 @@ def build_report(run_dirs: Sequence[Path], output: Path, *, title: str = "",
                 writer = _ChunkWriter(chunks, i)
                 label = labels[i] if i < len(labels) else ""
                 digest = digest_run_dir(run_dir, label=label, on_episode=writer.add)
-                writer.flush()
+                writer.close()
                 raw += writer.raw_bytes
                 digests.append(digest)
         _dedupe_labels(digests)

@@ -13,10 +13,27 @@ import socket
 from pathlib import Path
 from typing import Any
 
-from agentsynth_kernel import Answer, EpisodeResult, Observation, Step, ToolCall, Trajectory, Usage, Verdict
+from agentsynth_kernel import (
+    Answer,
+    EpisodeResult,
+    Observation,
+    Step,
+    ToolCall,
+    ToolSpec,
+    Trajectory,
+    Usage,
+    Verdict,
+)
 from agentsynth_kernel.store import RunStore
 
 KINDS = ("agent", "agent", "agent", "environment", "provider", "timeout")
+SQL = {"type": "object", "properties": {"sql": {"type": "string", "description": "SQLite SQL. Several statements may "
+                                                "be separated by ';'."}}, "required": ["sql"]}
+TOOLS = [ToolSpec("sql_query", "Run a read-only SQL query (SELECT, PRAGMA table_info ...) and see the rows.", SQL),
+         ToolSpec("sql_execute", "Run SQL that changes the database (INSERT, UPDATE, DELETE, DDL, BEGIN/COMMIT).", SQL)]
+SYSTEM = ("You operate the database of an online shop through the tools sql_query (read) and sql_execute (write). "
+          "House rules: look before you write, change only what the task asks, keep invoices, payments and stock "
+          "consistent, and answer with what you did. ") * 3
 
 
 def synthetic_result(task: int, trial: int, rng: random.Random, *, p_pass: float, steps: int = 6,
@@ -24,7 +41,7 @@ def synthetic_result(task: int, trial: int, rng: random.Random, *, p_pass: float
     task_id = f"task-{task:04d}"
     tier = f"tier-{task % 4 + 1}"
     traj = Trajectory(task_id, f"Synthetic task {task}: update the records of customer {task * 7 % 97}.",
-                      system_prompt="You operate a database through tools.",
+                      system_prompt=SYSTEM, tools=TOOLS,
                       initial_observation="A SQLite database. Tables: customers(id, name, email) -- 9 rows")
     for i in range(steps):
         sql = f"SELECT id, name, email FROM customers WHERE id = {rng.randint(1, 99)} AND note LIKE '%{i}%'"

@@ -39,7 +39,7 @@
   }
   function clear(node) { while (node.firstChild) node.removeChild(node.firstChild); return node; }
   function pct(x) { return x === null || x === undefined ? "–" : (100 * x).toFixed(1) + "%"; }
-  function ci(c) { return c ? "[" + pct(c[0]) + ", " + pct(c[1]) + "]" : ""; }
+  function ci(c) { return c ? "[" + (100 * c[0]).toFixed(1) + ", " + (100 * c[1]).toFixed(1) + "]" : ""; }
   function money(x) { return x === null || x === undefined ? "unknown" : "$" + Number(x).toFixed(4); }
   function num(x) { return Number(x || 0).toLocaleString("en-US"); }
   function pretty(value) {
@@ -94,7 +94,23 @@
       if (!node) return Promise.reject(new Error("episode data " + id + " is missing from this file"));
       cached = STATE.chunkCache[id] = gunzipBase64(node.textContent);
     }
-    return cached.then(function (list) { return list[rowIndex % bundle.chunk]; });
+    return cached.then(function (list) {
+      var item = list[rowIndex % bundle.chunk], ep = item.e;
+      if (item.s >= 0 && ep.trajectory) {  // the run's shared system prompt and tools, stored once
+        var shared = sharedOf(runIndex)[item.s] || {};
+        ep.trajectory.system_prompt = shared.system_prompt || "";
+        ep.trajectory.tools = shared.tools || [];
+      }
+      return ep;
+    });
+  }
+  function sharedOf(runIndex) {
+    var key = "shared-" + runIndex;
+    if (!STATE.chunkCache[key]) {
+      var node = document.getElementById(key);
+      STATE.chunkCache[key] = node ? JSON.parse(node.textContent) : [];
+    }
+    return STATE.chunkCache[key];
   }
 
   // --- charts (uPlot) ----------------------------------------------------------------------------
@@ -221,6 +237,7 @@
     ]);
     main.appendChild(head);
     main.appendChild(summarySection(runs));
+    if (bundle.compare) main.appendChild(compareSection(bundle, bundle.compare));
     if (runs.some(function (r) { return r.state === "running"; })) {
       main.appendChild(el("p", { class: "live", text: "live: this page follows the running run (refreshes every 2 s)" }));
     }
@@ -242,7 +259,6 @@
     var dims = Object.keys(judgeDims).sort();
     var judge = dims.length ? section("judge dimensions (mean, 95% interval)", "judge") : null;
     if (judge) main.appendChild(judge);
-    if (bundle.compare) main.appendChild(compareSection(bundle, bundle.compare));
     main.appendChild(flakySection(runs));
     main.appendChild(tasksSection(runs));
     main.appendChild(episodesSection(runs));
