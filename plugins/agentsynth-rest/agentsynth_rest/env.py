@@ -26,18 +26,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
 import ipaddress
 import json
 import os
 import re
 import shutil
+import ssl
 import tempfile
 import urllib.parse
 from pathlib import Path
 from typing import Annotated, Any
 
 import attrs
+import certifi
 import httpx
 
 from agentsynth_kernel import Observation, ToolCall, ToolSpec
@@ -294,7 +297,7 @@ class RestEnvironment:
         timeout = httpx.Timeout(self.spec.call_seconds, connect=min(5.0, self.spec.call_seconds))
         headers = {"user-agent": "agentsynth-rest", **self.spec.headers, **self.auth_headers}
         return httpx.AsyncClient(base_url=self.base_url, headers=headers, timeout=timeout, trust_env=False,
-                                 follow_redirects=False, limits=httpx.Limits(max_connections=8))
+                                 follow_redirects=False, limits=httpx.Limits(max_connections=8), verify=_ssl_context())
 
     async def _reset_hook(self, hook: ResetSpec, seed: int) -> None:
         assert self.client is not None
@@ -401,6 +404,13 @@ class RestEnvironment:
         if not self.base_url:
             raise RuntimeError("the rest world is not running")
         return self._client()
+
+
+@functools.cache
+def _ssl_context() -> ssl.SSLContext:
+    """One verifying TLS context per process: httpx builds (and loads the CA bundle into) a new one
+    for every client otherwise, which was most of the cost of a checker's own client."""
+    return ssl.create_default_context(cafile=certifi.where())
 
 
 def _with_seed(value: Any, seed: int) -> Any:
