@@ -26,7 +26,10 @@ def play(pack, task, actions, timeout=90):
 
 
 @needs_bwrap
+@pytest.mark.slow
 def test_sql_python_passes_every_gate():
+    """Every gate (about 200 episodes in sandboxes: a minute on 2 cores); the integration test
+    runs the same through the CLI."""
     from agentsynth_kernel.commands.pack import validate_pack
 
     pack, gates = validate_pack("sql-python", concurrency=3, timeout=90)
@@ -35,6 +38,31 @@ def test_sql_python_passes_every_gate():
     assert bad == {}, bad
     robustness = next(g for g in gates if g.name == "robustness")
     assert "robustness 100%" in robustness.note
+
+
+@needs_bwrap
+def test_the_oracle_passes_every_task_and_the_floors_none():
+    pack = load_pack("sql-python")
+    oracle = __import__("agentsynth_kernel.importing", fromlist=["import_file"]).import_file(pack.oracle_path)
+    for task in pack.tasks:
+        result = play(pack, task, oracle.ORACLE[task.id])
+        assert result.status == "passed", (task.id, result.why)
+        assert [v.checker.split(".")[0] for v in result.verdicts] == [c.params["world"] for c in task.checkers]
+        # half the work (one world only) fails: every task is checked in both worlds
+        for world in ("db", "py"):
+            half = [a for a in oracle.ORACLE[task.id] if "answer" in a or a["tool"].startswith(world + "__")]
+            assert play(pack, task, half).status == "failed", (task.id, world)
+
+
+@needs_bwrap
+def test_the_composite_s_and_the_sql_world_s_exploits_farm_nothing_on_one_task():
+    """The default suite's share of the audit (all of it is in the slow gate test)."""
+    pack = load_pack("sql-python")
+    chosen = [e for e in exploits_for(pack) if not e.name.startswith("composite.python.")]
+    assert len(chosen) >= 30
+    outcomes = assert_unfarmable(pack, chosen, tasks=["flag-outliers"], concurrency=3, timeout=90)
+    assert len(outcomes) == len(chosen)
+    assert not [o for o in outcomes if o.status == "error"], [o.describe() for o in outcomes if o.status == "error"]
 
 
 @needs_bwrap
