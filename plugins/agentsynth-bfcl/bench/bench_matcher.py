@@ -40,7 +40,7 @@ def main() -> None:
         canon = [(json.dumps(calls, sort_keys=True), json.dumps(answers, sort_keys=True)) for _, calls, answers in cases]
         started = time.perf_counter()
         for _ in range(reps):
-            for (_, calls, answers), (_, want) in zip(cases, canon, strict=True):
+            for (_, calls, _answers), (_, want) in zip(cases, canon, strict=True):
                 _ = json.dumps(calls, sort_keys=True) == want
         base_s = time.perf_counter() - started
         n = reps * len(cases)
