@@ -53,9 +53,6 @@ def _world_validator(instance: Any, attribute: Any, value: str) -> None:
 def _inner_validator(world_state: bool) -> Any:
     def validate(instance: Any, attribute: Any, value: ComponentSpec) -> None:
         host = get_host()
-        if value.type in ("composite", "composite_answer"):
-            raise InvalidValue("checker: a composite checker reads one world; it cannot wrap another composite checker "
-                               "(name the innermost world in 'world:')")
         problems = check_component("checker", value, "checker", host)
         if problems:
             raise InvalidValue("; ".join(problems))

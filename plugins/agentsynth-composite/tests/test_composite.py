@@ -271,3 +271,18 @@ def test_the_world_state_gate_composes(tmp_path):
     _, gates = validate_pack(path, random_trials=1, concurrency=2, timeout=20)
     gate = next(g for g in gates if g.name == "world-state-checkers")
     assert gate.status == "fail" and "no checker reads the world's end state" in gate.problems[0]
+
+
+def test_a_composite_world_can_hold_a_composite_world(tmp_path):
+    """Names nest (outer__c__inc: split at the first '__'), and so do checkers."""
+    env = {"type": "composite", "worlds": {"outer": COUNTER_KV, "d": {"type": "t_counter", "start": 1}}}
+    inner = {"type": "composite", "world": "c", "checker": {"type": "t_count_is", "value": 2}}
+    task = {"id": "nested", "instruction": "Add 2 to outer's counter.",
+            "checkers": [{"type": "composite", "world": "outer", "checker": inner},
+                         {"type": "composite", "world": "d", "checker": {"type": "t_count_is", "value": 1}}]}
+    pack = load_pack(write_pack(tmp_path / "nested", env, [task]))
+    result = play(pack, [{"tool": "outer__c__inc", "arguments": {"by": 2}}, {"answer": "2"}])
+    assert result.status == "passed", result.why
+    assert [t.name for t in result.trajectory.tools][:2] == ["outer__c__inc", "outer__c__get"]
+    assert [v.checker for v in result.verdicts] == ["outer.c.t_count_is", "d.t_count_is"]
+    assert play(pack, [{"tool": "d__inc", "arguments": {"by": 2}}]).status == "failed"
