@@ -152,6 +152,28 @@ def test_a_child_that_hangs_at_setup_is_an_environment_error_and_the_others_are_
     assert events("t_hang") == [("t_hang", "reset-start"), ("t_hang", "close")]
 
 
+def test_an_async_child_that_never_starts_is_cancelled_and_closed(tmp_path):
+    env = {"type": "composite", "setup_seconds": 0.3,
+           "worlds": {"c": {"type": "t_counter"}, "never": {"type": "t_ahang"}}}
+    task = {"id": "t", "instruction": "x", "checkers": [{"type": "composite", "world": "c",
+                                                         "checker": {"type": "t_count_is", "value": 1}}]}
+    result = play(load_pack(write_pack(tmp_path / "ahang", env, [task])), [{"answer": "x"}])
+    assert result.status == "error" and result.error_kind == "environment"
+    assert "world 'never' (t_ahang) failed to start: did not start within setup_seconds=0.3" in result.error
+    assert {("t_counter", "close"), ("t_ahang", "close")} <= set(events())
+
+
+def test_the_episode_timeout_during_setup_still_closes_every_child(tmp_path):
+    env = {"type": "composite", "worlds": {"kv": {"type": "t_kv"}, "stuck": {"type": "t_hang", "reset_sleep": 3.0}}}
+    task = {"id": "t", "instruction": "x", "checkers": [{"type": "composite", "world": "kv",
+                                                         "checker": {"type": "t_kv_has", "key": "k", "value": "v"}}]}
+    started = time.perf_counter()
+    result = play(load_pack(write_pack(tmp_path / "timeout", env, [task])), [{"answer": "x"}], timeout=0.5)
+    assert time.perf_counter() - started < 2.5
+    assert result.status == "error" and result.error_kind == "timeout"
+    assert {("t_kv", "close"), ("t_hang", "close")} <= set(events())
+
+
 def test_a_child_that_cannot_start_names_its_reason(tmp_path):
     env = {"type": "composite", "worlds": {"kv": {"type": "t_kv"}, "c": {"type": "t_counter"},
                                            "bad": {"type": "t_broken"}}}

@@ -129,6 +129,17 @@ class KV:
         self.data = None
 
 
+class AsyncHang(KV):
+    """An async world whose reset never finishes (awaits forever)."""
+
+    kind = "t_ahang"
+
+    async def reset(self, seed: int) -> Observation:
+        note(self.kind, "reset-start")
+        await asyncio.sleep(3600)
+        raise AssertionError("unreachable")
+
+
 class CountIs:
     """Sync, thread-bound like the world it reads: must run on that world's thread."""
 
@@ -176,7 +187,7 @@ class Calls:
 
 @hookimpl
 def register_environments(register: Any) -> None:
-    for cls in (Counter, Slow, Hang, Broken, BadClose, KV):
+    for cls in (Counter, Slow, Hang, Broken, BadClose, KV, AsyncHang):
         register(cls.kind, cls)
 
 
