@@ -60,7 +60,7 @@ class HttpChecker:
     """``{type: http, path: /tickets/3, json_path: $.status, equals: closed}``.
 
     ``method`` (GET), ``query`` (a mapping), ``body`` (JSON), ``status`` (an int or a list; default
-    any 2xx); then one of ``equals`` / ``contains`` / ``matches`` (a regex the whole value, as text,
+    any 2xx; the answer is read up to the world's ``max_check_bytes``); then one of ``equals`` / ``contains`` / ``matches`` (a regex the whole value, as text,
     must match) / ``exists`` (true/false) on the value at ``json_path`` (default ``$``). A path with
     ``[*]`` or a filter gives the list of its matches; a plain path its one value.
     """
@@ -95,7 +95,8 @@ class HttpChecker:
         label = f"{self.method} {self.path}"
         try:
             content = json.dumps(self.body).encode() if self.body is not None else None
-            obs = await env.send(client, self.method, self.path, list(self.query.items()), {}, content)
+            obs = await env.send(client, self.method, self.path, list(self.query.items()), {}, content,
+                                 limit=env.spec.max_check_bytes)
         finally:
             await client.aclose()
         data = obs.data or {}

@@ -115,6 +115,7 @@ class RestEnvSpec:
     start_seconds: Annotated[float, Bounds(above=0, high=600)] = 20.0
     max_response_bytes: Annotated[int, Bounds(low=256, high=64 * 2**20)] = 65_536
     max_request_bytes: Annotated[int, Bounds(low=256, high=64 * 2**20)] = 1_048_576
+    max_check_bytes: Annotated[int, Bounds(low=256, high=256 * 2**20)] = 8 * 2**20
 
 
 def is_loopback(url: str) -> bool:
@@ -361,10 +362,11 @@ class RestEnvironment:
                 text = text.replace(value, "<redacted>")
         return text
 
-    async def send(self, client: httpx.AsyncClient, method: str, path: str, params: list[tuple[str, str]],
-                   headers: dict[str, str], content: bytes | None) -> Observation:
-        """One request under the world's deadline and read cap, as an observation."""
-        limit = self.spec.max_response_bytes
+    async def send(self, client: httpx.AsyncClient, method: str, path: str, params: list[tuple[str, Any]],
+                   headers: dict[str, str], content: bytes | None, *, limit: int | None = None) -> Observation:
+        """One request under the world's deadline and read cap (``limit``, default
+        ``max_response_bytes``), as an observation."""
+        limit = limit or self.spec.max_response_bytes
         label = f"{method} {path}"
         try:
             async with asyncio.timeout(self.spec.call_seconds):
@@ -488,7 +490,7 @@ def _scalar(value: Any, schema: dict[str, Any], where: str) -> str:
 
 
 def build_request(op: Operation, arguments: Any, max_bytes: int
-                  ) -> tuple[str, str, list[tuple[str, str]], dict[str, str], bytes | None]:
+                  ) -> tuple[str, str, list[tuple[str, Any]], dict[str, str], bytes | None]:
     """(method, path, query params, headers, JSON body) for a call; ValueError says what is wrong."""
     if not isinstance(arguments, dict):
         raise ValueError("arguments must be an object")
@@ -501,7 +503,7 @@ def build_request(op: Operation, arguments: Any, max_bytes: int
     if missing:
         raise ValueError(f"missing required argument(s) {', '.join(missing)}")
     path = op.path
-    params: list[tuple[str, str]] = []
+    params: list[tuple[str, Any]] = []
     headers: dict[str, str] = {}
     body: dict[str, Any] = {}
     whole: Any = None

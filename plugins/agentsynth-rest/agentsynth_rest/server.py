@@ -43,7 +43,7 @@ class WorldStartError(RuntimeError):
 def build_app(factory: Any, world: Path, seed: int) -> Any:
     """Call ``factory`` with the context it names (``world``, ``seed``)."""
     try:
-        wanted = inspect.signature(factory).parameters
+        wanted: Any = inspect.signature(factory).parameters
     except (TypeError, ValueError):
         wanted = {}
     kwargs = {k: v for k, v in (("world", world), ("seed", seed)) if k in wanted}

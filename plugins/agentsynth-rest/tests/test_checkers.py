@@ -44,7 +44,7 @@ def test_type_aware_comparisons():
 
 
 async def test_the_http_checker_reads_the_world_through_its_own_request():
-    env = rest_env(app="hostile.py:create_app", openapi="hostile.yaml")
+    env = rest_env(app="hostile.py:create_app", openapi="hostile.yaml", max_response_bytes=256)
     await env.reset(4)
     await env.step(ToolCall("increment", {"by": 2}))
     cases = [
@@ -62,11 +62,15 @@ async def test_the_http_checker_reads_the_world_through_its_own_request():
         (dict(path="/teapot", json_path="$.detail", contains="tea"), False),  # an error status fails by default
         (dict(path="/echo", method="POST", body={"k": 1}, json_path="$.body", equals='{"k": 1}'), True),
         (dict(path="/echo", method="POST", query={"q": "z"}, json_path="$.query", equals="q=z"), True),
-        (dict(path="/huge", status=200, json_path="$", exists=True), False),  # cut, so not JSON
+        (dict(path="/huge", status=200, json_path="$", exists=True), False),  # 100 MB, cut at 8 MB, so not JSON
     ]
     for params, expected in cases:
         verdict = await checker("http", **params).check(env, TRAJ)
         assert verdict.passed is expected, (params, verdict.detail)
+    # the checker reads more than the agent is shown (max_check_bytes, not max_response_bytes)
+    assert (await env.step(ToolCall("echo", {"body": {"note": "n" * 400}}))).data.get("json") is None
+    assert (await checker("http", method="POST", path="/echo", body={"note": "n" * 400}, json_path="$.body",
+                          contains="nnn").check(env, TRAJ)).passed
     # the checker's own client: the agent's may be closed, redirected or gone
     await env.client.aclose()
     assert (await checker("http", path="/counter", json_path="$.value", equals=6).check(env, TRAJ)).passed

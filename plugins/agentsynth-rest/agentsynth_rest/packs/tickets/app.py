@@ -174,7 +174,7 @@ class Helpdesk:
         return 200, DOCUMENT
 
     def list_users(self, conn: sqlite3.Connection, query: dict[str, list[str]], **_: Any) -> tuple[int, Any]:
-        sql, args = "SELECT * FROM users WHERE 1=1", []
+        sql, args = "SELECT * FROM users WHERE 1=1", list[Any]()
         for key in ("team", "role"):
             value = self._one(query, key)
             if value is not None:
@@ -190,7 +190,7 @@ class Helpdesk:
         return 200, dict(row) | {"oncall": bool(row["oncall"])}
 
     def list_tickets(self, conn: sqlite3.Connection, query: dict[str, list[str]], **_: Any) -> tuple[int, Any]:
-        sql, args = "SELECT * FROM tickets WHERE 1=1", []
+        sql, args = "SELECT * FROM tickets WHERE 1=1", list[Any]()
         for key in ("status", "priority", "requester", "team"):
             value = self._one(query, key)
             if value is not None:
