@@ -3,6 +3,8 @@ synthetic runs written through the real run store), real Chromium, a real `agent
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import re
 import subprocess
@@ -38,9 +40,27 @@ EVIL_POLICY = textwrap.dedent(f'''
 ''')
 
 
-def agentsynth(*args: str, cwd: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "agentsynth_kernel", *args], capture_output=True, text=True,
-                          cwd=cwd, timeout=timeout, env={**os.environ, "AGENTSYNTH_LLM_CACHE": "off"})
+def agentsynth(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """The ``agentsynth`` command line, run in this process (the console script's own ``main``, so
+    exit codes and messages are what a user sees; a process per command costs seconds here)."""
+    from agentsynth_kernel.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    before = os.getcwd()
+    code: Any = 0
+    os.environ["AGENTSYNTH_LLM_CACHE"] = "off"
+    try:
+        if cwd is not None:
+            os.chdir(cwd)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                main(list(args))
+            except SystemExit as exc:
+                code = exc.code
+    finally:
+        os.chdir(before)
+    code = 0 if code is None else code if isinstance(code, int) else 1
+    return subprocess.CompletedProcess(["agentsynth", *args], code, out.getvalue(), err.getvalue())
 
 
 @pytest.fixture(scope="session")
