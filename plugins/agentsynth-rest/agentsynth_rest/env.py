@@ -100,6 +100,7 @@ class RestEnvSpec:
     openapi: str | None = None
     base_url: str | None = None
     app: str | None = None
+    app_args: dict[str, Any] = attrs.field(factory=dict)
     files: str | None = None
     server: str = attrs.field(default="thread", validator=_one_of(_SERVERS))
     reset: ResetSpec | None = None
@@ -155,6 +156,8 @@ class RestEnvironment:
                                    "call a remote API)")
         if s.openapi is not None and s.openapi.startswith(("http://", "https://")) and not is_loopback(s.openapi):
             raise InvalidValue(f"openapi: a document URL must be on the loopback, got {s.openapi}")
+        if s.app_args and s.app is None:
+            raise InvalidValue("app_args: arguments of an app factory; this world has no 'app'")
         if s.reset is not None and s.app is not None:
             raise InvalidValue("reset: an app world is built fresh per episode; 'reset' is for base_url worlds")
         for name in s.headers:
@@ -281,7 +284,7 @@ class RestEnvironment:
         else:
             self.world.mkdir()
         if s.server == "thread":
-            app = await asyncio.to_thread(server.build_app, self.factory, self.world, seed)
+            app = await asyncio.to_thread(server.build_app, self.factory, self.world, seed, s.app_args)
             self._slot = await asyncio.to_thread(server.acquire, app)
             port = self._slot.port
         else:
@@ -290,7 +293,7 @@ class RestEnvironment:
 
             ref = absolute_code_ref(s.app, self.base_dir)
             self._proc = await asyncio.to_thread(server.Subprocess, ref, self.base_dir, self.world, seed,
-                                                 s.start_seconds)
+                                                 s.start_seconds, s.app_args)
             port = self._proc.port
         self.base_url = f"http://127.0.0.1:{port}"
 

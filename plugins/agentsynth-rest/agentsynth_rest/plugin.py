@@ -44,6 +44,20 @@ def adversarial_exploits(environment: str) -> list[Any] | None:
 
 
 @hookimpl
+def perturb_task(pack: Any, task: Any, seed: int) -> Any:
+    """The tickets pack relabels its world by shifting every ticket and user id (the app's
+    ``id_offset``): a transcript that memorised ids finds other tickets, or none."""
+    env = pack.environment
+    if env is None or env.type != "rest" or Path(pack.base_dir).resolve() != (PACKS / "tickets").resolve():
+        return None
+    from agentsynth_kernel.testing.adversarial import PerturbedTask
+
+    offset = 100 * (1 + seed % 9)
+    mapping = {str(n): str(n + offset) for n in range(1, 60)}
+    return PerturbedTask.by_mapping(pack, task, mapping, environment={"app_args": {"id_offset": offset}})
+
+
+@hookimpl
 def run_finished(run: Any, results: Any) -> None:
     from .server import shutdown_pool
 

@@ -1,4 +1,4 @@
-"""``python -m agentsynth_rest.serve --app REF --world DIR --seed N``: one app in a process of its own.
+"""``python -m agentsynth_rest.serve --app REF --world DIR --seed N [--args JSON]``: one app in a process of its own.
 
 Prints ``listening PORT`` once the server accepts connections on 127.0.0.1, then serves until killed.
 """
@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import socket
 import sys
 from pathlib import Path
@@ -18,6 +19,7 @@ def main() -> int:
     parser.add_argument("--base-dir", required=True)
     parser.add_argument("--world", required=True)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--args", default="{}", help="the world's app_args, as JSON")
     args = parser.parse_args()
     import uvicorn
 
@@ -26,7 +28,7 @@ def main() -> int:
     from .server import build_app
 
     factory = import_object(args.app, base_dir=Path(args.base_dir))
-    app = build_app(factory, Path(args.world), args.seed)
+    app = build_app(factory, Path(args.world), args.seed, json.loads(args.args))
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # see server.Slot
     sock.bind(("127.0.0.1", 0))

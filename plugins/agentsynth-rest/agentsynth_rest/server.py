@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
+import json
 import os
 import signal
 import socket
@@ -40,13 +41,14 @@ class WorldStartError(RuntimeError):
     """The world could not be started; the message says why (an infrastructure failure)."""
 
 
-def build_app(factory: Any, world: Path, seed: int) -> Any:
-    """Call ``factory`` with the context it names (``world``, ``seed``)."""
+def build_app(factory: Any, world: Path, seed: int, args: dict[str, Any] | None = None) -> Any:
+    """Call ``factory`` with the context it names (``world``, ``seed``) and the world's ``app_args``."""
     try:
         wanted: Any = inspect.signature(factory).parameters
     except (TypeError, ValueError):
         wanted = {}
     kwargs = {k: v for k, v in (("world", world), ("seed", seed)) if k in wanted}
+    kwargs.update(args or {})
     try:
         app = factory(**kwargs)
     except Exception as exc:
@@ -175,9 +177,10 @@ def pool_size() -> int:
 class Subprocess:
     """The app in a child process of its own (``python -m agentsynth_rest.serve``)."""
 
-    def __init__(self, ref: str, base_dir: Path, world: Path, seed: int, start_seconds: float) -> None:
+    def __init__(self, ref: str, base_dir: Path, world: Path, seed: int, start_seconds: float,
+                 args: dict[str, Any] | None = None) -> None:
         argv = [sys.executable, "-m", "agentsynth_rest.serve", "--app", ref, "--base-dir", str(base_dir),
-                "--world", str(world), "--seed", str(seed)]
+                "--world", str(world), "--seed", str(seed), "--args", json.dumps(args or {})]
         env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "LC_ALL", "PYTHONPATH",
                                                              "VIRTUAL_ENV", "TMPDIR")}
         self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

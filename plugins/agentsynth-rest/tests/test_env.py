@@ -61,12 +61,13 @@ async def test_the_warm_pool_reuses_servers_and_a_released_world_answers_503():
     await env.close()
 
 
-async def test_the_subprocess_server_mode_serves_the_same_app():
-    env = rest_env(base_dir=TICKETS, app="app.py:create_app", server="subprocess")
+async def test_the_subprocess_server_mode_serves_the_same_app_with_its_arguments():
+    env = rest_env(base_dir=TICKETS, app="app.py:create_app", server="subprocess", app_args={"id_offset": 100})
     await env.reset(0)
     proc = env._proc.proc
     obs = await env.step(ToolCall("listUsers", {"team": "database", "role": "lead"}))
-    assert [u["name"] for u in obs.data["json"]] == ["Carol Diaz"]
+    assert [(u["id"], u["name"]) for u in obs.data["json"]] == [(103, "Carol Diaz")]
+    assert (await env.step(ToolCall("getTicket", {"ticket_id": 4}))).error
     await env.close()
     assert proc.poll() is not None  # killed with its process group
 

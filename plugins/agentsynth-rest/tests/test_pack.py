@@ -40,6 +40,15 @@ def _play(task_id: str, actions):
     return asyncio.run(run_episode(get_host(), pack, task, 0, 0, config))
 
 
+def test_perturbed_siblings_shift_every_id_so_a_memorised_transcript_fails():
+    from agentsynth_kernel.testing.adversarial import sibling_problems
+
+    pack = load_pack("tickets")
+    for task in pack.tasks[:3]:
+        found = asyncio.run(sibling_problems(pack, task, host=get_host(), seed=1, timeout=60))
+        assert found == ("ok", ""), (task.id, found)
+
+
 def test_exploits_are_stopped_by_the_world():
     by_name = {e.name: e for e in rest_exploits()}
     result = _play("close-duplicate", by_name["rest.path_traversal"].actions)

@@ -294,25 +294,37 @@ class Helpdesk:
         return 200, {"resolved": True}
 
 
-_template: bytes | None = None
+_templates: dict[int, bytes] = {}
+_SHIFT = """
+UPDATE users SET id = id + {n};
+UPDATE tickets SET id = id + {n}, assignee_id = assignee_id + {n};
+UPDATE tags SET ticket_id = ticket_id + {n};
+UPDATE comments SET ticket_id = ticket_id + {n};
+"""
 
 
-def _seeded() -> bytes:
-    """The seeded database file, built once per process (executing the seed costs ~100x copying it)."""
-    global _template
-    if _template is None:
+def _seeded(id_offset: int) -> bytes:
+    """The seeded database file, built once per process and offset (executing the seed costs
+    ~100x copying it)."""
+    found = _templates.get(id_offset)
+    if found is None:
         conn = sqlite3.connect(":memory:")
         try:
             conn.executescript(SEED)
-            _template = conn.serialize()
+            if id_offset:
+                conn.executescript(_SHIFT.format(n=int(id_offset)))
+            found = _templates[id_offset] = conn.serialize()
         finally:
             conn.close()
-    return _template
+    return found
 
 
-def create_app(world: Path, seed: int = 0) -> Helpdesk:
-    """A fresh helpdesk over ``world/tickets.db`` (the seed does not change the data: every
-    episode starts from the same state, so the oracle's script is the same)."""
+def create_app(world: Path, seed: int = 0, id_offset: int = 0) -> Helpdesk:
+    """A fresh helpdesk over ``world/tickets.db``. The seed does not change the data (every
+    episode starts from the same state, so the oracle's script is the same); ``id_offset``
+    shifts every ticket and user id (``pack audit``'s perturbed siblings use it)."""
+    if isinstance(id_offset, bool) or not isinstance(id_offset, int) or not 0 <= id_offset <= 10**6:
+        raise ValueError(f"id_offset: expected an integer from 0 to 1000000, got {id_offset!r}")
     db = world / "tickets.db"
-    db.write_bytes(_seeded())
+    db.write_bytes(_seeded(id_offset))
     return Helpdesk(db, admin_token=secrets.token_hex(16))
