@@ -55,7 +55,7 @@ def main() -> int:
     parser.add_argument("--names", default="")
     args = parser.parse_args()
     with ScriptedLLMServer(handler=handler) as server, SSEAdapter(server.base_url) as adapter:
-        cmd = ["vf-eval", args.taskset, "-m", "scripted-model", "--client.base-url", adapter.base_url,
+        cmd = [str(Path(sys.executable).parent / "vf-eval"), args.taskset, "-m", "scripted-model", "--client.base-url", adapter.base_url,
                "--client.api-key-var", "SCRIPTED_KEY", "--no-push", "--no-rich", "--output-dir", str(args.out),
                "--run.dir", "run", "-r", "1", "-c", "4"]
         if args.split:
