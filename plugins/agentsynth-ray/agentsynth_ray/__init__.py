@@ -1,0 +1,1 @@
+"""agentsynth-ray: the ``ray`` executor."""

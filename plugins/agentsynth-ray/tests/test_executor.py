@@ -1,0 +1,89 @@
+"""The ray executor on a real local cluster: the same results as the local executor, worker death,
+bad parameters."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import attrs
+import pytest
+
+from agentsynth_kernel import get_host
+from agentsynth_kernel.engine import execute, trajectory_bytes
+from agentsynth_kernel.spec import ComponentSpec, RunSpec, resolve_pack
+
+
+def _core(policy: str = "oracle", trials: int = 1, executor: ComponentSpec | None = None, **policy_params):
+    spec = RunSpec(policy=ComponentSpec(policy, policy_params), pack="core", trials=trials, seed=7, concurrency=4,
+                   executor=executor)
+    pack = resolve_pack(spec, base_dir=Path.cwd(), source="test", host=get_host())
+    return spec, pack
+
+
+def _ray(**params) -> ComponentSpec:
+    return ComponentSpec("ray", {"workers": 2, "per_worker": 2, **params})
+
+
+@pytest.mark.parametrize("policy", ["oracle", "noop"])
+def test_the_core_pack_on_ray_gives_the_local_results_byte_for_byte(ray_cluster, policy):
+    spec, pack = _core(policy)
+    local = asyncio.run(execute(spec, pack))
+    remote = asyncio.run(execute(attrs.evolve(spec, executor=_ray()), pack))
+    assert [r.key for r in remote.results] == [r.key for r in local.results]
+    assert [r.status for r in remote.results] == [r.status for r in local.results]
+    assert [trajectory_bytes(r) for r in remote.results] == [trajectory_bytes(r) for r in local.results]
+    assert [[v.passed for v in r.verdicts] for r in remote.results] == \
+        [[v.passed for v in r.verdicts] for r in local.results]
+    if policy == "oracle":
+        assert sum(r.passed for r in remote.results) == len(pack.tasks)  # the oracle solves every task
+    else:
+        assert not any(r.passed for r in remote.results)
+    assert not any(r.error_kind == "environment" for r in remote.results)
+
+
+DYING = '''
+import os
+from pathlib import Path
+
+def act(state):
+    """Kills its worker process the first time it plays task {task} (a marker file remembers)."""
+    marker = Path({marker!r})
+    if state.task.id == {task!r} and not marker.exists():
+        marker.write_text(str(os.getpid()))
+        os._exit(1)
+    return {{"answer": "done"}}
+'''
+
+
+def _dying_policy(tmp_path: Path, task: str) -> str:
+    path = tmp_path / "dying.py"
+    path.write_text(DYING.format(task=task, marker=str(tmp_path / "died")))
+    return f"{path}:act"
+
+
+def test_a_worker_that_dies_has_its_episode_played_again_on_a_fresh_worker(ray_cluster, tmp_path):
+    spec, pack = _core("callable", function=_dying_policy(tmp_path, "count-pending-orders"))
+    report = asyncio.run(execute(attrs.evolve(spec, executor=_ray(retries=1)), pack, run_dir=tmp_path / "run"))
+    assert (tmp_path / "died").exists()  # the worker really died
+    assert len(report.results) == len(pack.tasks)
+    assert not any(r.error_kind == "environment" for r in report.results), \
+        [r.error for r in report.results if r.error]
+
+
+def test_without_retries_a_dead_worker_fails_only_its_episode(ray_cluster, tmp_path):
+    spec, pack = _core("callable", function=_dying_policy(tmp_path, "count-pending-orders"))
+    # one episode per worker at a time: what the dead worker had in flight is exactly that one
+    report = asyncio.run(execute(attrs.evolve(spec, executor=_ray(retries=0, per_worker=1)), pack))
+    lost = [r for r in report.results if r.error_kind == "environment"]
+    assert [r.task_id for r in lost] == ["count-pending-orders"]
+    assert "died" in lost[0].error and lost[0].status == "error"
+    assert len(report.results) == len(pack.tasks)  # every other episode was played (on the fresh worker)
+
+
+def test_bad_executor_parameters_are_path_qualified_errors(cli, tmp_path):
+    code, _, err = cli("bench", "--pack", "core", "--policy", "oracle", "--executor", "ray,workers=0")
+    assert code == 2 and "executor.workers: expected an integer >= 1" in err, err
+    code, _, err = cli("bench", "--pack", "core", "--policy", "oracle", "--executor", "ray,wrokers=2")
+    assert code == 2 and "executor.wrokers: unknown key for executor 'ray' (did you mean 'workers'?)" in err, err
+    assert "Traceback" not in err
