@@ -266,7 +266,7 @@
     // charts need their container laid out to know the width
     decayChart(curves, runs, function (r) { return r.curve; }, "all tasks");
     tiers.forEach(function (t) {
-      decayChart(tierGrid, runs, function (r) { return r.tiers[t] && r.tiers[t].curve; }, "tier " + t, true);
+      decayChart(tierGrid, runs, function (r) { return r.tiers[t] && r.tiers[t].curve; }, /^tier/i.test(t) ? t : "tier " + t, true);
     });
     var useCost = runs.some(function (r) { return r.usage.cost_usd; });
     var noteCost = el("p", { class: "muted", text: useCost ? "x: total cost of the run (USD)" :
@@ -292,7 +292,7 @@
     var rows = runs.map(function (r, i) {
       var last = r.curve.length ? r.curve[r.curve.length - 1] : null;
       return el("tr", null, [
-        el("td", null, chip(r, i)), el("td", { text: r.pack.id }), el("td", { text: r.policy_label }),
+        el("td", { title: r.run_dir }, chip(r, i)),
         el("td", null, el("span", { class: "state " + r.state, text: r.state })),
         el("td", { class: "num" }, [num(r.episodes) + " / " + num(r.planned),
           r.planned ? el("div", { class: "bar" }, el("div", { style: "width:" + Math.min(100, 100 * r.episodes / r.planned) + "%" })) : null]),
@@ -304,7 +304,7 @@
       ]);
     });
     return section("summary", "summary", [table(
-      ["run", "pack", "policy", "state", "episodes", "pass@1 [95% CI]", "pass^k", "cost", "tokens", "episode time"], rows)]);
+      ["run (policy · pack)", "state", "episodes", "pass@1 [95% CI]", "pass^k [95% CI]", "cost", "tokens", "episode time"], rows)]);
   }
 
   function table(headers, rows, cls) {
