@@ -47,3 +47,12 @@ def adversarial_exploits(environment: str) -> list[Any] | None:
     from .exploits import composite_exploits
 
     return composite_exploits()
+
+
+@hookimpl
+def perturb_task(pack: Any, task: Any, seed: int) -> Any:
+    if pack.environment is None or pack.environment.type != "composite":
+        return None
+    from .perturb import perturb_composite_task
+
+    return perturb_composite_task(pack, task, seed)

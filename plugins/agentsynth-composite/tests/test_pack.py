@@ -123,3 +123,21 @@ def test_a_python_world_that_cannot_start_is_an_environment_error_naming_it(monk
         sandbox.probe.cache_clear()
     assert result.status == "error" and result.error_kind == "environment"
     assert "world 'py' (python)" in result.error and "bubblewrap is not installed" in result.error
+
+
+@needs_bwrap
+def test_a_perturbed_sibling_relabels_the_sql_world_and_a_memorised_transcript_fails_it():
+    """The sql world relabels its ids (order 110 -> 7110) through the composite: in its seed, the
+    instruction and every checker (the python world's expected file too); the oracle relabelled
+    the same way passes the sibling, the original transcript does not."""
+    from agentsynth_kernel.testing.adversarial import sibling_problems
+
+    pack = load_pack("sql-python")
+    task = next(t for t in pack.tasks if t.id == "flag-outliers")
+    sibling = get_host().pm.hook.perturb_task(pack=pack, task=task, seed=0)
+    assert sibling is not None
+    checkers = {c.params["world"]: c.params["checker"] for c in sibling.task.checkers}
+    assert checkers["db"]["expect"] == [7110, 7120] and checkers["py"]["equals"] == "7110\n7120"
+    assert "(7110," in sibling.task.environment["worlds"]["db"]["seed"]
+    assert sibling.task.environment["worlds"]["py"]["type"] == "python"
+    assert asyncio.run(sibling_problems(pack, task, host=get_host(), timeout=90)) == ("ok", "")
