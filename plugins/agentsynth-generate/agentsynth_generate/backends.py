@@ -31,6 +31,7 @@ class WorldTools:
         self.env: Any = None
         self.specs: list[ToolSpec] = []
         self.initial = ""
+        self.system = getattr(pack, "system_prompt", "") or ""  # the world's house rules
 
     async def open(self, seed: int) -> None:
         from agentsynth_kernel.components import call
@@ -82,6 +83,7 @@ class SimulatedTools:
         self.by_name = {t.name: t for t in specs}
         self.llm = llm
         self.initial = ""
+        self.system = ""
         self.results: list[dict[str, Any]] = []
 
     async def open(self, seed: int) -> None:

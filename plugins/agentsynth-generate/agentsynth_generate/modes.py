@@ -155,12 +155,19 @@ async def tool_loop(draft: Draft, llm: Caller, backend: Any, messages: list[dict
     return turn
 
 
+def with_rules(prompt: str, backend: Any) -> str:
+    """The mode's prompt, then the world's own rules (a pack's system prompt), if any."""
+    rules = getattr(backend, "system", "")
+    return f"{prompt}\n\n{rules.strip()}" if rules and rules.strip() else prompt
+
+
 def _user(query: str, initial: str) -> str:
     return f"{query}\n\n{initial}" if initial and initial != query else query
 
 
 async def single_agent(query: str, llm: Caller, backend: Any, *, max_turns: int, rng: random.Random,
                        system: str = SINGLE_AGENT_PROMPT) -> Draft:
+    system = with_rules(system, backend)
     draft = Draft("single_agent", query, system)
     messages = [{"role": "system", "content": system}, {"role": "user", "content": _user(query, backend.initial)}]
     await tool_loop(draft, llm, backend, messages, agent="assistant", max_turns=max_turns)
@@ -177,7 +184,7 @@ async def code_execution(query: str, llm: Caller, backend: Any, *, max_turns: in
 
 async def multi_agent(query: str, llm: Caller, backend: Any, *, max_turns: int, rng: random.Random,
                       revisions: int = 1) -> Draft:
-    draft = Draft("multi_agent", query, EXECUTOR_PROMPT)
+    draft = Draft("multi_agent", query, with_rules(EXECUTOR_PROMPT, backend))
     catalog = "\n".join(f"- {t.name}: {t.description}" for t in backend.specs)
     user = _user(query, backend.initial)
     plan = await llm([{"role": "system", "content": PLANNER_PROMPT},
@@ -187,7 +194,7 @@ async def multi_agent(query: str, llm: Caller, backend: Any, *, max_turns: int, 
         draft.format_problems.append("empty_plan: the planner wrote nothing")
         return draft
     draft.notes.append((0, "planner", plan_text))
-    messages = [{"role": "system", "content": EXECUTOR_PROMPT}, {"role": "user", "content": user},
+    messages = [{"role": "system", "content": draft.system}, {"role": "user", "content": user},
                 {"role": "user", "content": f"Plan from the planner:\n{plan_text}"}]
     turn = 0
     for attempt in range(revisions + 1):
@@ -223,7 +230,7 @@ def render_for_review(draft: Draft, limit: int = 6000) -> str:
 async def back(query: str, llm: Caller, backend: Any, *, max_turns: int, rng: random.Random,
                max_chain: int = 3) -> Draft:
     """Back-translation; ``query`` (a seed, if any) is only a hint of the domain, never the target."""
-    draft = Draft("back", "", SINGLE_AGENT_PROMPT)
+    draft = Draft("back", "", with_rules(SINGLE_AGENT_PROMPT, backend))
     specs: list[ToolSpec] = backend.specs
     if not specs:
         draft.format_problems.append("no_tools: the catalog is empty")

@@ -20,6 +20,7 @@ def notes_pack(tmp_path: Path) -> Path:
     pack.mkdir()
     (pack / "pack.yaml").write_text(textwrap.dedent("""\
         id: notes
+        system_prompt: "House rule: every note is one short line."
         environment:
           type: sql
           schema: "CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT NOT NULL);"
@@ -53,6 +54,8 @@ def test_a_pack_task_runs_for_real_and_its_checkers_decide(model: Any, notes_pac
     assert record["query"] == "Add a note saying 'buy milk'." and record["id"] == "add-note-0-single_agent"
     assert {t["function"]["name"] for t in record["tools"]} == {"sql_query", "sql_execute"}
     assert report["stages"]["world"] == {"entered": 1, "passed": 1, "rejected": {}, "pass_rate": 1.0}
+    # the world's rules reach the agent and the training conversation
+    assert record["messages"][0]["content"].endswith("House rule: every note is one short line.")
 
 
 @pytest.mark.parametrize(("attack", "stage", "reason"), [
