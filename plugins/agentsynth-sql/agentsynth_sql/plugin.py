@@ -16,6 +16,10 @@ def register_environments(register: Any) -> None:
 
     register("sql", SqlEnvironment, spec_cls=SqlEnvSpec,
              description="A private seeded SQLite world per episode: sql_query / sql_execute, sandboxed")
+    from .compat import SqlCompatEnvironment, SqlCompatSpec
+
+    register("sql_compat", SqlCompatEnvironment, spec_cls=SqlCompatSpec,
+             description="The sql world behind agentsynth-ai's one read-write sql_query(query) tool (imported packs)")
 
 
 @hookimpl
@@ -28,6 +32,10 @@ def register_checkers(register: Any) -> None:
              description="The answer names the value a query returns and none of the other candidates")
     register("no_collateral", NoCollateral,
              description="The world changed only where the task's allowed_changes say it may")
+    from .compat import AgentsynthAiSql
+
+    register("agentsynth_ai_sql", AgentsynthAiSql,
+             description="agentsynth-ai's sql check on the end state: exact rows, a substring of them, or non-empty")
 
 
 @hookimpl
@@ -46,6 +54,10 @@ def scaffold_pack(name: str, directory: Path, environment: str | None, schema: P
 
 @hookimpl
 def adversarial_exploits(environment: str) -> list[Any] | None:
+    if environment == "sql_compat":
+        from .compat import compat_exploits
+
+        return compat_exploits()
     if environment != "sql":
         return None
     from .exploits import sql_exploits
@@ -58,3 +70,13 @@ def perturb_task(pack: Any, task: Any, seed: int) -> Any:
     from .perturb import perturb_sql_task
 
     return perturb_sql_task(pack, task, seed)
+
+
+@hookimpl
+def register_commands(cli: Any) -> None:
+    """``agentsynth pack import FILE --from agentsynth-ai -o DIR`` on the kernel's ``pack`` group."""
+    from .import_agentsynth_ai import make_command
+
+    group = cli.commands.get("pack") or cli.get_command(None, "pack")
+    if group is not None and "import" not in getattr(group, "commands", {"import": None}):
+        group.add_command(make_command())
