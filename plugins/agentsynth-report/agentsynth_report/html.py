@@ -115,8 +115,9 @@ def build_report(run_dirs: Sequence[Path], output: Path, *, title: str = "",
                 raw += writer.raw_bytes
                 digests.append(digest)
         _dedupe_labels(digests)
+        page_title = title or _title(digests)
         bundle = {
-            "title": title or _title(digests), "runs": digests, "chunk": CHUNK,
+            "title": page_title, "runs": digests, "chunk": CHUNK,
             "compare": compare(digests[0], digests[1]) if len(digests) == 2 else None,
             "generated_at": time.time(),
         }
@@ -128,7 +129,7 @@ def build_report(run_dirs: Sequence[Path], output: Path, *, title: str = "",
             out.write("<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n")
             out.write(f'<meta http-equiv="Content-Security-Policy" content="{csp}">\n')
             out.write('<meta name="viewport" content="width=device-width, initial-scale=1"><link rel="icon" href="data:,">\n')
-            out.write(f"<title>{_escape_text(bundle['title'])}</title>\n")
+            out.write(f"<title>{_escape_text(page_title)}</title>\n")
             out.write(f"<style>{asset('vendor/uPlot.min.css')}\n{asset('app.css')}</style>\n</head><body>\n")
             out.write('<div id="app"><p>Loading the report…</p></div>\n')
             out.write(f'<script type="application/json" id="report-data">{script_json(bundle)}</script>\n')

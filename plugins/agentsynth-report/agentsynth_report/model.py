@@ -88,9 +88,9 @@ def digest_store(store: RunStore, *, label: str = "",
                  on_episode: Callable[[int, EpisodeResult], None] | None = None) -> dict[str, Any]:
     """One pass over ``store``: the digest of its run; ``on_episode(index, result)`` sees every episode."""
     meta = store.meta()
-    spec = meta.get("spec") if isinstance(meta.get("spec"), dict) else {}
-    policy = spec.get("policy") if isinstance(spec.get("policy"), dict) else {}
-    pack = meta.get("pack") if isinstance(meta.get("pack"), dict) else {}
+    spec: dict[str, Any] = _mapping(meta.get("spec"))
+    policy: dict[str, Any] = _mapping(spec.get("policy"))
+    pack: dict[str, Any] = _mapping(meta.get("pack"))
     tasks: dict[str, _Task] = {}
     rows: list[list[Any]] = []
     counts = {"passed": 0, "failed": 0, "error": 0}
@@ -173,6 +173,11 @@ def digest_store(store: RunStore, *, label: str = "",
         "episodes_rows": rows,
         "generated_at": time.time(),
     }
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    """A meta value that should be a mapping (a run written by a plugin may lack it)."""
+    return value if isinstance(value, dict) else {}
 
 
 def _mean_ci(values: list[float]) -> dict[str, Any]:

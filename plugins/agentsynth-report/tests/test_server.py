@@ -110,9 +110,15 @@ def test_leaderboard_page_ranks_with_ties(tmp_path: Path, page: Page) -> None:
     for name, skill, seed in (("a", 0.7, 1), ("b", 0.68, 2), ("c", 0.1, 3)):
         write_run(tmp_path / name, tasks=15, trials=2, seed=seed, skill=skill, pack="lb",
                   policy={"type": "llm", "model": f"m-{name}"})
+    # a damaged store among them is listed with its error and kept off the board
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "run.sqlite").write_bytes(b"not a database" * 64)
     server = start_server(str(tmp_path))
     try:
+        listed = {r["name"]: r for r in server.get("/api/runs").json()["runs"]}
+        assert "not a readable run store" in listed["broken"]["error"]
         board = server.get("/api/leaderboard").json()["packs"]["lb"]
+        assert len(board) == 3
         p = page.page
         p.goto(server.url + "/leaderboard")
         p.wait_for_selector("table.leaderboard tbody tr")
@@ -123,6 +129,9 @@ def test_leaderboard_page_ranks_with_ties(tmp_path: Path, page: Page) -> None:
         assert "statistically tied" in p.locator("table.leaderboard").inner_text()
         page.shot("serve-leaderboard")
         assert page.errors == []
+        p.goto(server.url + "/")
+        p.wait_for_selector("table.runs td.error")
+        assert "not a readable run store" in p.locator("table.runs td.error").inner_text()
     finally:
         stop_server(server)
 
