@@ -23,8 +23,12 @@ def status() -> None:
     if directory is None:
         raise click.ClickException(f"BFCL data not found: `pip install --no-deps bfcl-eval`, or set ${DATA_ENV} "
                                    "to a BFCL data directory (with possible_answer/)")
+    packs = cached_packs(directory)
+    if not packs:
+        raise click.ClickException(f"{directory}: no BFCL data files here (BFCL_v4_<category>.json and "
+                                   "possible_answer/); unset ${DATA_ENV} to read the installed bfcl-eval's")
     click.echo(f"data: {directory} ({data_version(directory)})")
-    for name, path in cached_packs(directory).items():
+    for name, path in packs.items():
         count = len(load_items(name, directory))
         click.echo(f"bfcl:{name}  {count} tasks  {CATEGORIES[name].description}\n    {path}")
 

@@ -5,6 +5,7 @@ data or options are clear errors."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -132,3 +133,15 @@ def test_bad_input_is_a_clear_error_never_a_traceback(tmp_path):
     (no_truth / "possible_answer" / "BFCL_v4_simple_python.json").write_text("")
     with pytest.raises(AgentsynthError, match="simple_python_0: no ground truth"):
         load_items("simple", no_truth)
+
+
+def test_bfcl_status_names_the_data_and_the_packs(tmp_path):
+    run = agentsynth("bfcl", "status", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert f"data: {SUBSET}" in run.stdout and "bfcl:parallel  8 tasks" in run.stdout
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    run = subprocess.run([sys.executable, "-c", "import sys; from agentsynth_kernel.cli import main; main()",
+                          "bfcl", "status"], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "AGENTSYNTH_BFCL_DATA": str(empty)})
+    assert run.returncode == 1 and "no BFCL data files here" in run.stderr and "Traceback" not in run.stderr
