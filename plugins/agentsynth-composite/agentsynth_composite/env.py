@@ -267,14 +267,15 @@ class CompositeEnvironment:
                 except asyncio.CancelledError:
                     await self._close_all()
                     raise
-                except Exception as exc:
+                except BaseException as exc:  # a child's sys.exit() fails the episode, as under the kernel
                     failures.append((world, exc))
                     break
         if not failures:
             try:
                 self._index()
-            except CompositeWorldError as exc:
-                failures.append((worlds[0], exc))
+            except CompositeWorldError:
+                await self._close_all()
+                raise
         if failures:
             others = [w.name for w in worlds if w.started and all(w is not f for f, _ in failures)]
             await self._close_all()

@@ -308,3 +308,16 @@ def test_a_composite_world_can_hold_a_composite_world(tmp_path):
     assert [t.name for t in result.trajectory.tools][:2] == ["outer__c__inc", "outer__c__get"]
     assert [v.checker for v in result.verdicts] == ["outer.c.t_count_is", "d.t_count_is"]
     assert play(pack, [{"tool": "d__inc", "arguments": {"by": 2}}]).status == "failed"
+
+
+def test_a_child_tool_name_that_cannot_be_namespaced_is_a_clear_environment_error(tmp_path):
+    """OpenAI names are at most 64 characters of [a-zA-Z0-9_-]: a long world name makes the
+    counter's tools too long, and the composite says so instead of sending names a provider refuses."""
+    long_name = "w" * 62
+    env = {"type": "composite", "worlds": {long_name: {"type": "t_counter"}, "kv": {"type": "t_kv"}}}
+    task = {"id": "t", "instruction": "x", "checkers": [{"type": "composite", "world": "kv",
+                                                         "checker": {"type": "t_kv_has", "key": "k", "value": "v"}}]}
+    result = play(load_pack(write_pack(tmp_path / "long", env, [task])), [{"answer": "x"}])
+    assert result.status == "error" and result.error_kind == "environment"
+    assert f"tool 'inc' becomes '{long_name}__inc', which is not a valid tool name" in result.error
+    assert {("t_counter", "close"), ("t_kv", "close")} <= set(events())
