@@ -4,5 +4,6 @@ METADATA = {
     "kind": "integration",
     "status": "alpha",
     "capabilities": ["gym:PackEnv", "gym:AsyncPackEnv", "trl:reward_funcs", "trl:environment_factory",
-                     "openenv:server", "command:rl serve"],
+                     "openenv:server", "export:verifiers", "export:openenv", "command:rl serve",
+                     "command:pack export"],
 }

@@ -96,6 +96,18 @@ def test_verifiers_export_evaluates_to_the_kernels_verdicts(core, host, tmp_path
     assert seen["train"] == ["train"] * len(train) and seen["ids"] == [t.id for t in train]
     assert seen["test"] == ["test"] * (len(core.tasks) - len(train))
 
+    # the loopback endpoint holding the worlds refuses what is not the rollout's own tool server
+    probe = json.loads(run(python, str(DRIVERS / "sessions_probe.py")).stdout.strip().splitlines()[-1])
+    assert probe["url"].startswith("http://127.0.0.1:")
+    assert (probe["no_token"], probe["wrong_token"], probe["unknown_session"], probe["bad_body"]) == (401, 401, 404, 400)
+    assert probe["unknown_tool"]["error"] is True and "unknown tool 'os_system'" in probe["unknown_tool"]["content"]
+    assert probe["tools"] == ["sql_query", "sql_execute"] and probe["call"] == {"content": "ok: 1 row(s) affected",
+                                                                                "error": False}
+    assert "is in the 'test' split" in probe["test_task_as_train"]
+    assert probe["finish"] == {"split": "train", "status": "passed", "scored": True, "reward": 1.0}
+    assert probe["other_world"] == {"status": "failed", "reward": 0.0}  # worlds are not shared
+    assert "already scored" in probe["finish_again"]
+
     names = ["update-email", "mark-shipped", "lookup-customer-email", "deactivate-customer"]
     proc = run(python, str(DRIVERS / "vf_eval.py"), done.distribution, str(work / "runs"), "--names", ",".join(names))
     summary = json.loads(proc.stdout.strip().splitlines()[-1])
