@@ -25,12 +25,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import re
+import select
+import socket
 import sys
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -136,39 +140,208 @@ def parse_calls(text: str, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
                                        "arguments": args if isinstance(args, str) else json.dumps(args)}})
 
 
+def close_truncated(text: str) -> Any:
+    """A JSON value cut off mid-way, closed: an open string and the open brackets are closed, a key
+    without its value or a trailing comma dropped. None when that still does not parse."""
+    closers: list[str] = []
+    in_string = escaped = key = False
+    start, last = 0, ""
+    for i, ch in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+                last = '"'
+            continue
+        if ch == '"':
+            in_string, start = True, i
+            key = bool(closers) and closers[-1] == "}" and last in ("{", ",")
+        elif ch in "{[":
+            closers.append("}" if ch == "{" else "]")
+        elif ch in "}]" and closers:
+            closers.pop()
+        if not ch.isspace():
+            last = ch
+    out = text
+    if in_string:
+        out = text[:start] if key else (text[:-1] if escaped else text) + '"'
+    for closer in reversed(closers):
+        out = out.rstrip()
+        if out.endswith(","):
+            out = out[:-1]
+        elif out.endswith(":"):
+            out += " null"
+        out += closer
+    try:
+        return json.loads(out)
+    except ValueError:
+        return None
+
+
+def default_threads() -> int:
+    """Threads for decoding and for the prompt: half the cores, fewer when the machine is busy.
+
+    llama.cpp's threads wait for each other at every step: on a loaded machine one descheduled
+    thread stalls the rest, and llama-cpp-python's default (all cores for the prompt) was measured
+    10-30x slower than one thread on 2 shared cores at load 18 (86 s against 5 s for one answer)."""
+    cores = os.cpu_count() or 1
+    try:
+        load = os.getloadavg()[0]
+    except OSError:
+        load = 0.0
+    return max(1, min(cores // 2, cores - math.ceil(load)))
+
+
+LOOP_TOKENS = 24
+PROMPT_CHUNK = 64  # prompt tokens evaluated between two checks that the client is still there
+
+
+def looping(tokens: list[int]) -> bool:
+    """The answer ends in a loop: one block of 1-32 tokens repeated back to back, at least 3 times and
+    over at least LOOP_TOKENS tokens. Greedy decoding of a small model often ends so (the same sentence
+    inside a JSON string until max_tokens); stopping there saves most of the answer's time."""
+    n = len(tokens)
+    for k in range(1, 33):
+        reps = max(3, -(-LOOP_TOKENS // k))
+        if n < reps * k:
+            break
+        block = tokens[n - k:]
+        if all(tokens[n - (i + 1) * k:n - i * k] == block for i in range(1, reps)):
+            return True
+    return False
+
+
+class Abandoned(Exception):
+    """The client went away (Ctrl-C, a timeout, a killed run) before its answer was ready."""
+
+
+def never() -> bool:
+    return False
+
+
+class Stats:
+    """What the server is doing, for ``/health``: a run that was interrupted must leave it idle."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.waiting = self.busy = self.served = 0
+        self.abandoned_waiting = self.abandoned_generating = self.loops_stopped = 0
+
+    def add(self, **deltas: int) -> None:
+        with self.lock:
+            for key, delta in deltas.items():
+                setattr(self, key, getattr(self, key) + delta)
+
+    def to_dict(self) -> dict[str, int]:
+        with self.lock:
+            return {"waiting": self.waiting, "busy": self.busy, "served": self.served,
+                    "abandoned_waiting": self.abandoned_waiting, "abandoned_generating": self.abandoned_generating,
+                    "loops_stopped": self.loops_stopped}
+
+
 class LlamaCppEngine:
-    """llama-cpp-python: one request at a time (a llama.cpp context is not shared); GBNF grammars."""
+    """llama-cpp-python: one request at a time (a llama.cpp context is not shared); GBNF grammars.
+
+    A request whose client has gone is dropped while it waits for its turn, between two chunks of
+    its prompt's evaluation, and at the next token while it is decoded (a stopping criterion), so an
+    interrupted run does not leave the model busy with answers nobody reads."""
 
     name = "llama.cpp"
 
     def __init__(self, path: str, n_ctx: int, threads: int | None) -> None:
         from llama_cpp import Llama
 
+        threads = threads or default_threads()
+        self.threads = threads
         self.llm = Llama(model_path=path, n_ctx=n_ctx, n_threads=threads, n_threads_batch=threads, verbose=False)
         self.n_ctx = self.llm.n_ctx()
         self.lock = threading.Lock()
         self.grammars: dict[str, Any] = {}
+        self.stats = Stats()
+
+    def _turn(self, abandoned: Callable[[], bool]) -> None:
+        """Wait for the model; give up (Abandoned) as soon as the client has gone."""
+        self.stats.add(waiting=1)
+        try:
+            while not self.lock.acquire(timeout=0.05):
+                if abandoned():
+                    self.stats.add(abandoned_waiting=1)
+                    raise Abandoned("the client went away while waiting")
+        finally:
+            self.stats.add(waiting=-1)
 
     def generate(self, messages: list[dict[str, str]], schema: dict[str, Any] | None,
-                 params: dict[str, Any]) -> tuple[str, str, int, int]:
-        from llama_cpp import LlamaGrammar
+                 params: dict[str, Any], abandoned: Callable[[], bool] = never) -> tuple[str, str, int, int]:
+        from llama_cpp import LlamaGrammar, StoppingCriteriaList
 
         kwargs: dict[str, Any] = {"messages": messages, **params}
-        with self.lock:
+        self._turn(abandoned)
+        self.stats.add(busy=1)
+        try:
+            if abandoned():
+                self.stats.add(abandoned_waiting=1)
+                raise Abandoned("the client went away while waiting")
             if schema is not None:
                 key = json.dumps(schema, sort_keys=True)  # the cache key only: the grammar keeps the
                 if key not in self.grammars:           # schema's key order, so "name" comes before "arguments"
                     self.grammars[key] = LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
                 kwargs["grammar"] = self.grammars[key]
-            result = self.llm.create_chat_completion(**kwargs)
+            gone, looped, start = [False], [False], [-1]
+
+            def stop_if_gone(ids: Any, _logits: Any) -> bool:
+                if start[0] < 0:
+                    start[0] = len(ids) - 1  # the prompt; what follows is the answer
+                gone[0] = gone[0] or abandoned()
+                looped[0] = looped[0] or looping(ids[start[0]:].tolist())
+                return gone[0] or looped[0]
+
+            # the chat handler calls create_completion with its own stopping criteria (if any): add ours.
+            # Safe as an instance attribute: we hold the lock, one request at a time
+            plain = self.llm.create_completion
+
+            def create_completion(*args: Any, stopping_criteria: Any = None, **kw: Any) -> Any:
+                criteria = StoppingCriteriaList([*(stopping_criteria or []), stop_if_gone])
+                return plain(*args, stopping_criteria=criteria, **kw)
+
+            # the prompt is evaluated in chunks, so a long one is given up between two of them too
+            plain_eval = self.llm.eval
+
+            def chunked_eval(tokens: Any) -> None:
+                for i in range(0, len(tokens), PROMPT_CHUNK):
+                    if i and abandoned():
+                        gone[0] = True
+                        raise Abandoned("the client went away during the prompt")
+                    plain_eval(tokens[i:i + PROMPT_CHUNK])
+
+            self.llm.create_completion = create_completion  # type: ignore[method-assign]
+            self.llm.eval = chunked_eval  # type: ignore[method-assign]
+            try:
+                result = self.llm.create_chat_completion(**kwargs)
+            except Abandoned:
+                self.stats.add(abandoned_generating=1)
+                raise
+            finally:
+                del self.llm.create_completion, self.llm.eval
+            if gone[0] or abandoned():
+                self.stats.add(abandoned_generating=1)
+                raise Abandoned("the client went away during decoding")
+            self.stats.add(served=1, loops_stopped=int(looped[0]))
+        finally:
+            self.stats.add(busy=-1)
+            self.lock.release()
         choice = result["choices"][0]
         usage = result.get("usage") or {}
-        return (choice["message"].get("content") or "", choice.get("finish_reason") or "stop",
+        finish = "length" if looped[0] else choice.get("finish_reason") or "stop"
+        return (choice["message"].get("content") or "", finish,
                 usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0))
 
 
 class MistralRsEngine:
-    """mistral.rs (prebuilt wheel): batches concurrent requests itself; JSON-Schema constraints (llguidance)."""
+    """mistral.rs (prebuilt wheel): batches concurrent requests itself; JSON-Schema constraints (llguidance).
+    Its runner cannot stop a request once sent: an abandoned one is dropped only before it starts."""
 
     name = "mistral.rs"
 
@@ -181,10 +354,15 @@ class MistralRsEngine:
         self.runner = Runner(which=Which.GGUF(quantized_model_id=folder, quantized_filename=filename),
                              token_source="none", max_seqs=8)
         self.n_ctx = min(n_ctx, self.runner.max_sequence_length() or n_ctx)
+        self.stats = Stats()
 
     def generate(self, messages: list[dict[str, str]], schema: dict[str, Any] | None,
-                 params: dict[str, Any]) -> tuple[str, str, int, int]:
+                 params: dict[str, Any], abandoned: Callable[[], bool] = never) -> tuple[str, str, int, int]:
         from mistralrs import ChatCompletionRequest
+
+        if abandoned():
+            self.stats.add(abandoned_waiting=1)
+            raise Abandoned("the client went away")
 
         text = "".join(m["content"] for m in messages)
         prompt = len(self.runner.tokenize_text(text, False, None)) + 8 * len(messages)
@@ -198,7 +376,12 @@ class MistralRsEngine:
             grammar=json.dumps(schema) if schema is not None else None,
             grammar_type="json_schema" if schema is not None else None,
         )
-        result = self.runner.send_chat_completion_request(request)
+        self.stats.add(busy=1)
+        try:
+            result = self.runner.send_chat_completion_request(request)
+        finally:
+            self.stats.add(busy=-1)
+        self.stats.add(served=1)
         choice = result.choices[0]
         return (choice.message.content or "", choice.finish_reason or "stop", result.usage.prompt_tokens,
                 result.usage.completion_tokens)
@@ -230,7 +413,8 @@ class Model:
         self.engine = ENGINES[self.engine_name](path, n_ctx, threads)
         self.n_ctx = self.engine.n_ctx
 
-    def chat(self, body: dict[str, Any]) -> dict[str, Any]:
+    def chat(self, body: dict[str, Any], abandoned: Callable[[], bool] = never) -> dict[str, Any]:
+        """One chat completion; ``abandoned()`` says the client has gone (the work is then dropped)."""
         tools = body.get("tools") or []
         choice = body.get("tool_choice", "auto" if tools else "none")
         if choice == "none":
@@ -252,7 +436,7 @@ class Model:
             "stop": body.get("stop"),
         }
         text, finish, prompt_tokens, completion_tokens = self.engine.generate(
-            messages, _clean_schema(schema) if schema is not None else None, params)
+            messages, _clean_schema(schema) if schema is not None else None, params, abandoned)
         message: dict[str, Any] = {"role": "assistant", "content": text}
         finish = "length" if finish == "length" else "stop"
         calls = parse_calls(text, tools) if tools else []
@@ -260,13 +444,16 @@ class Model:
             message = {"role": "assistant", "content": "", "tool_calls": calls if schema is None else calls[:1]}
             finish = "tool_calls"
         elif tools and schema is not None:
-            # cut off inside the constrained call: hand it back as a call with the raw (invalid) arguments
+            # cut off inside the constrained call (max_tokens; a small model loops inside a string): the
+            # call closed where it was cut, so the tool runs with what the model wrote; else the raw text
             named = re.search(r'"name"\s*:\s*"([^"]+)"', text)
             name = forced or (named.group(1) if named else next((t.get("function", t).get("name") for t in tools), ""))
+            closed = close_truncated(text)
+            args = closed.get("arguments") if isinstance(closed, dict) else None
             message = {"role": "assistant", "content": "", "tool_calls": [
                 {"id": f"call_{uuid.uuid4().hex[:12]}", "type": "function",
-                 "function": {"name": name, "arguments": text}}]}
-            finish = "tool_calls"
+                 "function": {"name": name, "arguments": json.dumps(args) if isinstance(args, dict) else text}}]}
+            finish = "length" if finish == "length" else "tool_calls"
         return {
             "id": f"chatcmpl-{uuid.uuid4().hex[:16]}", "object": "chat.completion", "created": int(time.time()),
             "model": self.name, "choices": [{"index": 0, "message": message, "finish_reason": finish}],
@@ -293,13 +480,26 @@ class Handler(BaseHTTPRequestHandler):
     def _error(self, code: int, message: str, kind: str = "invalid_request_error") -> None:
         self._send(code, {"error": {"message": message, "type": kind}})
 
+    def _client_gone(self) -> bool:
+        """The client closed its connection (it never sends more while it waits for an answer, so a
+        readable socket means EOF or a reset)."""
+        sock = self.connection
+        try:
+            readable, _, _ = select.select([sock], [], [], 0)
+            if not readable:
+                return False
+            return sock.recv(1, socket.MSG_PEEK) == b""
+        except (OSError, ValueError):
+            return True
+
     def do_GET(self) -> None:
         if self.path.rstrip("/") in ("/v1/models", "/models"):
             self._send(200, {"object": "list", "data": [
                 {"id": self.model.name, "object": "model", "owned_by": "agentsynth-local",
                  "context_length": self.model.n_ctx}]})
         elif self.path.rstrip("/") in ("/health", "/v1/health"):
-            self._send(200, {"status": "ok", "model": self.model.name, "context_length": self.model.n_ctx})
+            self._send(200, {"status": "ok", "model": self.model.name, "context_length": self.model.n_ctx,
+                             **self.model.engine.stats.to_dict()})
         else:
             self._error(404, f"no route {self.path}")
 
@@ -320,7 +520,9 @@ class Handler(BaseHTTPRequestHandler):
             self._error(400, "stream=true is not supported by the embedded server")
             return
         try:
-            self._send(200, self.model.chat(body))
+            self._send(200, self.model.chat(body, self._client_gone))
+        except Abandoned:  # nobody to answer: drop the connection
+            self.close_connection = True
         except ValueError as exc:  # llama-cpp-python: "Requested tokens (N) exceed context window of M"
             self._error(400, f"{exc} (model {self.model.name}, context {self.model.n_ctx} tokens)")
         except Exception as exc:  # keep serving; the client retries 5xx

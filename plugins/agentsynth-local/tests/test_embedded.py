@@ -151,3 +151,58 @@ def test_the_server_dies_with_agentsynth_even_on_sigkill():
     finally:
         if child.poll() is None:
             child.kill()
+
+
+def _health(base: str) -> dict:
+    with urllib.request.urlopen(base.removesuffix("/v1") + "/health", timeout=30) as response:
+        return json.loads(response.read())
+
+
+def test_requests_whose_client_went_away_are_dropped(server):
+    """Three long answers asked for, the clients hang up: the one being decoded stops at its next
+    token, the queued ones never start, and the server is idle again at once."""
+    import socket
+
+    base, _ = server
+    port = int(base.rsplit(":", 1)[1].split("/")[0])
+    before = _health(base)
+    body = json.dumps({"messages": [{"role": "user", "content": "Write a very long story about a dragon."}],
+                       "max_tokens": 3000}).encode()
+    clients = []
+    for _ in range(3):
+        sock = socket.create_connection(("127.0.0.1", port))
+        sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+                     b"content-length: %d\r\n\r\n%s" % (len(body), body))
+        clients.append(sock)
+    deadline = time.monotonic() + 120
+    while (h := _health(base))["busy"] + h["waiting"] < 3 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert h["busy"] == 1 and h["waiting"] == 2, h  # one decoding, two queued
+    for sock in clients:
+        sock.close()
+    began = time.monotonic()
+    while ((h := _health(base))["busy"] or h["waiting"]) and time.monotonic() - began < 60:
+        time.sleep(0.02)
+    idle_after = time.monotonic() - began
+    assert h["busy"] == 0 and h["waiting"] == 0, h
+    assert h["abandoned_generating"] - before["abandoned_generating"] == 1
+    assert h["abandoned_waiting"] - before["abandoned_waiting"] == 2 and h["served"] == before["served"]
+    print(f"\nidle {idle_after:.2f} s after three clients hung up (3 x 3000 tokens would take minutes)")
+    assert "Paris" in post(base, {"messages": [{"role": "user", "content": "What is the capital city of France? "
+                                                "Answer in English."}], "max_tokens": 24}
+                           )["choices"][0]["message"]["content"]  # and it still answers correctly
+
+
+def test_a_call_cut_off_by_max_tokens_comes_back_closed(server):
+    """A small model loops inside a string until max_tokens: the call is closed where it was cut,
+    so the tool gets valid JSON arguments (the cut text), not the raw grammar output."""
+    base, _ = server
+    write = {"type": "function", "function": {"name": "write", "description": "Write a text", "parameters": {
+        "type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}}}
+    answer = post(base, {"messages": [{"role": "user", "content": "Write a long poem about the sea."}],
+                         "max_tokens": 16, "tools": [write], "tool_choice": "required"})
+    choice = answer["choices"][0]
+    call = choice["message"]["tool_calls"][0]["function"]
+    assert choice["finish_reason"] == "length" and call["name"] == "write"
+    args = json.loads(call["arguments"])
+    assert set(args) <= {"text"} and answer["usage"]["completion_tokens"] == 16

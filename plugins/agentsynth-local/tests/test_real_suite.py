@@ -31,8 +31,10 @@ def bench_run(tmp_path_factory):
     """The whole core pack on the embedded model, in small-model mode (the default for local)."""
     base = tmp_path_factory.mktemp("real")
     began = time.monotonic()
-    res = agentsynth("bench", "--pack", "core", "--policy", "llm,model=local,max_turns=6", "--run-dir", "run",
-                     "--json", "report.json", "-q", cwd=base)
+    # --concurrency 1: the embedded model answers one request at a time, so parallel episodes only
+    # queue (their waits count against the episode timeout) and evict each other's prompt cache
+    res = agentsynth("bench", "--pack", "core", "--policy", "llm,model=local,max_turns=6", "--concurrency", "1",
+                     "--run-dir", "run", "--json", "report.json", "-q", cwd=base)
     assert res.returncode == 0, res.stdout + res.stderr
     report = json.loads((base / "report.json").read_text())
     report["wall_s"] = time.monotonic() - began
@@ -48,6 +50,7 @@ def test_bench_core_on_the_embedded_model(bench_run):
 
 def test_without_small_model_mode_the_path_still_runs(tmp_path):
     res = agentsynth("bench", "--pack", "core", "--policy", "llm,model=local,small_model=false,max_turns=3", *ONLY,
+                     "--concurrency", "1",
                      "--json", "report.json", "-q", cwd=tmp_path)
     assert res.returncode == 0, res.stdout + res.stderr
     report = json.loads((tmp_path / "report.json").read_text())
@@ -72,7 +75,8 @@ def test_synth_forward_and_export_with_the_embedded_teacher(tmp_path):
                      "-p", "split=train", "-o", "fw.jsonl", "--run-dir", "fw", cwd=tmp_path)
     assert res.returncode == 0, res.stdout + res.stderr
     print(f"\nsynth forward with local: {res.stdout.strip().splitlines()[-1] if res.stdout.strip() else ''}")
-    res = agentsynth("bench", "--pack", "core", "--policy", "llm,model=local,max_turns=3", *ONLY, "--run-dir", "run",
+    res = agentsynth("bench", "--pack", "core", "--policy", "llm,model=local,max_turns=3", *ONLY, "--concurrency", "1",
+                     "--run-dir", "run",
                      "-q", cwd=tmp_path)
     assert res.returncode == 0, res.stdout + res.stderr
     res = agentsynth("export", "run", "-f", "openai", "-o", "sft.jsonl", "--filter", "all", "--include-test",
