@@ -60,7 +60,7 @@ def _type_problem(param: str, value: Any, possible: Any, type_name: str, expecte
             return None, is_variable
         for item in possible:
             fits = True
-            if type(item) is list:
+            if type(item) is list and isinstance(value, list):
                 for element in value:
                     problem, _ = _type_problem(param, element, item, nested.__name__, nested, None)
                     if problem:
@@ -152,8 +152,8 @@ def call_problem(doc: dict[str, Any], arguments: dict[str, Any], answer: dict[st
             continue
         nested = None
         if type_name in NESTED:
-            items = detail.get("items") if isinstance(detail.get("items"), dict) else {}
-            nested = PYTHON_TYPES.get(str(items.get("type", "")))
+            items = detail.get("items")
+            nested = PYTHON_TYPES.get(str(items.get("type", ""))) if isinstance(items, dict) else None
         if type_name == "float" and type(value) is int:
             value = float(value)
         problem, is_variable = _type_problem(param, value, possible, type_name, expected, nested)
@@ -292,8 +292,8 @@ def _concrete(value: Any, detail: dict[str, Any]) -> Any:
             if found:
                 out[key] = item
         return out
-    items = detail.get("items") if isinstance(detail.get("items"), dict) else {}
-    if type_name in NESTED and items.get("type") == "dict" and isinstance(value, list):
+    items = detail.get("items")
+    if type_name in NESTED and isinstance(items, dict) and items.get("type") == "dict" and isinstance(value, list):
         return [_concrete(v, {"type": "dict"}) for v in value]
     return value
 
