@@ -451,7 +451,7 @@ def render(response: httpx.Response, body: bytes, cut: bool, limit: int, mask: A
     for name in _SHOWN_HEADERS:
         if name in response.headers:
             lines.append(f"{name}: {response.headers[name]}")
-    text = body.decode("utf-8", errors="replace")
+    text = mask(body.decode("utf-8", errors="replace"))  # the JSON too is read from the masked text
     parsed: Any = None
     if not cut and "json" in response.headers.get("content-type", ""):
         with contextlib.suppress(ValueError):
@@ -463,7 +463,7 @@ def render(response: httpx.Response, body: bytes, cut: bool, limit: int, mask: A
     data: dict[str, Any] = {"status": status}
     if parsed is not None:
         data["json"] = parsed
-    return Observation(mask("\n".join(lines)), error=status >= 400, data=data)
+    return Observation(mask("\n".join(lines)), error=status >= 400, data=data)  # headers masked too
 
 
 # --- building a request from a tool call ----------------------------------------------------------

@@ -153,12 +153,19 @@ def acquire(app: Any) -> Slot:
 
 
 def release(slot: Slot) -> None:
-    """Unplug the app (later requests get 503) and keep the server warm for the next episode."""
+    """Unplug the app (later requests get 503) and keep the server warm for the next episode.
+
+    A server with a request still in flight (an app stuck in a handler the agent's call gave up
+    on) is not pooled: it is told to exit and dropped without waiting (its thread is a daemon), so
+    a hung loop never serves a later episode."""
     slot.app = None
     with _lock:
-        if slot.alive and len(_idle) < MAX_IDLE:
+        if slot.alive and slot.active == 0 and len(_idle) < MAX_IDLE:
             _idle.append(slot)
             return
+    if slot.active:
+        slot.server.should_exit = True
+        return
     slot.stop()
 
 

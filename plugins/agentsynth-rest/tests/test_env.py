@@ -95,10 +95,13 @@ async def test_credentials_come_from_the_environment_and_never_show(external, mo
     assert "Authorization" not in json.dumps([t.parameters for t in env.tools()])
     obs = await env.step(ToolCall("echo", {"X-Trace": "abc", "q": "hi", "n": [1, 2], "body": {"note": SECRET}}))
     assert not obs.error
+    arrived = json.loads((external.world / "echo.json").read_text())
+    assert arrived["x-api-key"] == SECRET and arrived["authorization"] == f"Bearer tok-{SECRET}"
     headers = obs.data["json"]["headers"]
-    assert headers["x-api-key"] == SECRET and headers["authorization"] == f"Bearer tok-{SECRET}"
     assert headers["x-trace"] == "abc" and obs.data["json"]["query"] == "q=hi&n=1&n=2"
-    assert SECRET not in obs.content and "<redacted>" in obs.content  # echoed back: masked in what the agent sees
+    # echoed back: masked in what the agent sees and in the structured data that is stored
+    assert SECRET not in obs.content and "<redacted>" in obs.content and SECRET not in json.dumps(obs.data)
+    assert headers["x-api-key"] == "<redacted>" and obs.data["json"]["body"] == '{"note": "<redacted>"}'
     from agentsynth_kernel.secrets import redact
 
     assert SECRET not in redact(f"x {SECRET} y")  # and remembered by the kernel's redaction of everything stored

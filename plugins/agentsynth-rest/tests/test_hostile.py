@@ -9,6 +9,7 @@ import tracemalloc
 import pytest
 
 from agentsynth_kernel import ToolCall
+from agentsynth_rest import server
 from agentsynth_rest.exploits import canary
 from conftest import rest_env
 
@@ -41,6 +42,10 @@ async def test_a_slow_answer_is_cut_at_the_deadline(hostile, tool):
     assert obs.error and "no complete answer within 1.5 s (call_seconds)" in obs.content
     assert 1.4 < took < 3.0
     assert not (await hostile.step(ToolCall("getCounter", {}))).error  # the world still answers
+    slot = hostile._slot
+    await hostile.close()
+    # a server whose app is still stuck in that handler never goes back to the pool
+    assert slot.active == 1 and slot not in server._idle and slot.server.should_exit
 
 
 async def test_redirects_are_not_followed_and_proxies_are_ignored(hostile, monkeypatch):

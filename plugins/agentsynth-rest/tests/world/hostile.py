@@ -64,6 +64,7 @@ def create_app(world: Path, seed: int = 0) -> Any:
         elif path == "/boom":
             raise RuntimeError("the app fell over")
         elif path == "/echo":
+            (world / "echo.json").write_text(json.dumps(headers))  # what really arrived
             await _json(send, 200, {"headers": headers, "query": scope["query_string"].decode(),
                                     "body": body.decode(), "raw_path": scope.get("raw_path", b"").decode()})
         elif path.startswith("/items/"):
