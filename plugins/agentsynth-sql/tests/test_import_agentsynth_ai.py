@@ -271,3 +271,46 @@ def test_the_readme_section_runs(tmp_path, monkeypatch):
     assert outputs[1].exit_code == 1 and "count-open-tickets" in outputs[1].output
     assert "no checker reads the world's end state" in outputs[1].output
     assert outputs[2].exit_code == 0 and "pass@1 100.0%" in outputs[2].output
+
+
+def test_a_pack_as_agentsynth_ai_saves_it_converts(tmp_path):
+    """save_scenarios writes model_dump(): every field, defaults and nulls included."""
+    dumped = [{
+        "id": "close-ticket", "task": "Close ticket 3.", "max_steps": 8, "metadata": {},
+        "environment": {"type": "sql", "schema": "CREATE TABLE tickets (id INTEGER PRIMARY KEY, status TEXT)",
+                        "table": "tickets", "rows": [[3, "open"]], "read_only": False},
+        "checkers": [
+            {"kind": "sql", "query": "SELECT status FROM tickets WHERE id=3", "equals": [["closed"]],
+             "contains": None, "non_empty": False},
+            {"kind": "called_tool", "name": "sql_query", "args_contain": None, "min_times": 1},
+            {"kind": "answer", "any_of": ["closed"], "case_sensitive": False},
+        ],
+    }]
+    path = tmp_path / "saved.json"
+    path.write_text(json.dumps(dumped, indent=2))
+    oracle = tmp_path / "saved_oracle.py"
+    oracle.write_text("def solve(observation, gym):\n"
+                      "    if gym.step_count == 0:\n"
+                      "        return {'tool_name': 'sql_query', 'arguments': {'query': \"UPDATE tickets SET status='closed' "
+                      "WHERE id=3\"}}\n"
+                      "    return {'answer': 'Ticket 3 is closed.'}\n")
+    report = convert(path, tmp_path / "out")
+    assert report.tasks == 1 and not report.skipped and not report.dropped and not report.answer_only
+    pack = load_pack(tmp_path / "out")
+    assert [c.type for c in pack.tasks[0].checkers] == ["agentsynth_ai_sql", "called_tool", "answer_contains"]
+    run = asyncio.run(execute(RunSpec(policy=ComponentSpec("oracle"), timeout=30), pack))
+    assert run.results[0].status == "passed", run.results[0].why
+
+
+def test_the_sql_worlds_exploits_reach_the_compat_world_and_fail(imported):
+    """The sql world's attacks (shadow tables, triggers, uncommitted writes, ATTACH, runaway queries),
+    spoken through sql_query(query), pass none of the tasks a sql check decides."""
+    from agentsynth_kernel.testing.adversarial import assert_unfarmable, exploits_for
+
+    _, pack = imported
+    names = [e.name for e in exploits_for(pack)]
+    assert sum(n.startswith("sql_compat.") for n in names) >= 15 and not any(n.startswith("sql.") for n in names)
+    outcomes = assert_unfarmable(pack, tasks=["close-ticket", "reassign-bo", "escalate-refund"], concurrency=2,
+                                 timeout=30)
+    trap = [o for o in outcomes if o.exploit == "sql_compat.booby_trap_trigger"]
+    assert trap and all("create trigger" in o.detail for o in trap), [o.detail for o in trap]
