@@ -152,8 +152,10 @@ async def bench(n: int) -> dict[str, Any]:
     for key, doc in (("reset_warm_pool_document_from_app", None), ("reset_warm_pool", "openapi.yaml")):
         if env is not None:
             await env.close()
-        env = RestEnvironment(base_dir=PACK, app="app.py:create_app", exclude_operations=["resetDatabase"],
-                              **({"openapi": doc} if doc else {}))
+        params: dict[str, Any] = {"app": "app.py:create_app", "exclude_operations": ["resetDatabase"]}
+        if doc:
+            params["openapi"] = doc
+        env = RestEnvironment(base_dir=PACK, **params)
         await env.reset(0)
         samples = []
         for _ in range(n):
