@@ -126,6 +126,7 @@ class RayExecutor:
             # ray.init blocks for seconds (it may start a whole cluster): not on the event loop
             await asyncio.to_thread(ray.init, address=self.address, **kwargs)
             self.owns_ray = True
+        _raylet_notices_to_stderr()
         count = self.workers_wanted
         if count is None:
             cpus = float(ray.cluster_resources().get("CPU", 1))
@@ -320,6 +321,27 @@ class RayExecutor:
         if self.owns_ray and ray.is_initialized():
             await asyncio.to_thread(ray.shutdown)
             self.owns_ray = False
+
+
+def _raylet_notices_to_stderr() -> None:
+    """Ray prints cluster notices ("(raylet) A worker died ...") on the driver's *stdout*, where
+    ``--json -`` writes the report: send them to stderr. Ray has no switch for it; if its private
+    printer moves, the notices stay where Ray puts them."""
+    try:
+        from ray._private import worker as ray_worker
+    except ImportError:
+        return
+    original = getattr(ray_worker, "print_to_stdstream", None)
+    if original is None or getattr(original, "__agentsynth__", False):
+        return
+
+    def to_stderr(data: Any, ignore_prefix: bool) -> None:
+        if isinstance(data, dict) and data.get("pid") == "raylet":
+            data = {**data, "is_err": True}
+        original(data, ignore_prefix)
+
+    to_stderr.__agentsynth__ = True  # type: ignore[attr-defined]
+    ray_worker.print_to_stdstream = to_stderr
 
 
 async def _awaitable(ref: Any) -> Any:

@@ -87,3 +87,36 @@ def test_bad_executor_parameters_are_path_qualified_errors(cli, tmp_path):
     code, _, err = cli("bench", "--pack", "core", "--policy", "oracle", "--executor", "ray,wrokers=2")
     assert code == 2 and "executor.wrokers: unknown key for executor 'ray' (did you mean 'workers'?)" in err, err
     assert "Traceback" not in err
+
+
+def _elsewhere(pack, pack_id: str):
+    """The pack as a driver on another machine would send it: a directory this node lacks."""
+    import copy
+
+    moved = copy.copy(pack)
+    object.__setattr__(moved, "base_dir", Path("/nonexistent/packs/core"))
+    object.__setattr__(moved, "id", pack_id)
+    return moved
+
+
+def test_a_worker_finds_the_pack_registered_on_its_node_or_says_what_to_install(tmp_path):
+    from agentsynth_ray.worker import EpisodeWorker
+
+    spec, pack = _core()
+    context = {"spec": spec, "config": None, "run_id": "r", "total": 1, "run_hash": "", "run_dir": None}
+    worker = EpisodeWorker("w1", {**context, "pack": _elsewhere(pack, "core")}, None)
+    assert worker.ready()["problem"] == "" and worker.pack.base_dir == pack.base_dir  # the node's own 'core'
+    changed = _elsewhere(pack, "core")
+    object.__setattr__(changed, "content_hash", "sha256:other")
+    problem = EpisodeWorker("w2", {**context, "pack": changed}, None).ready()["problem"]
+    assert "has content hash" in problem and "install the same version" in problem
+    problem = EpisodeWorker("w3", {**context, "pack": _elsewhere(pack, "nowhere")}, None).ready()["problem"]
+    assert "/nonexistent/packs/core does not exist on worker" in problem and "runtime_env working_dir" in problem
+
+
+def test_a_pack_no_worker_can_load_fails_every_episode_with_one_clear_line(ray_cluster):
+    spec, pack = _core()
+    report = asyncio.run(execute(attrs.evolve(spec, executor=_ray()), _elsewhere(pack, "nowhere")))
+    assert len(report.results) == len(pack.tasks)
+    assert all(r.status == "error" and r.error_kind == "environment" for r in report.results)
+    assert "no worker could start" in report.results[0].error and "does not exist on worker" in report.results[0].error
