@@ -4,5 +4,5 @@ METADATA = {
     "kind": "environment",
     "status": "alpha",
     "capabilities": ["environment:composite", "checker:composite", "checker:composite_answer", "pack:sql-python",
-                     "adversarial_exploits:composite"],
+                     "adversarial_exploits:composite", "perturb_task:composite", "scaffold_pack:composite"],
 }

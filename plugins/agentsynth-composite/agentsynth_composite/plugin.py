@@ -56,3 +56,14 @@ def perturb_task(pack: Any, task: Any, seed: int) -> Any:
     from .perturb import perturb_composite_task
 
     return perturb_composite_task(pack, task, seed)
+
+
+@hookimpl
+def scaffold_pack(name: str, directory: Path, environment: str | None, schema: Path | None) -> list[Path] | None:
+    if environment != "composite" or schema is not None:
+        return None
+    from agentsynth_kernel import get_host
+
+    from .scaffold import scaffold
+
+    return scaffold(name, directory, get_host())
