@@ -37,7 +37,7 @@ import ssl
 import tempfile
 import urllib.parse
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import attrs
 import certifi
@@ -60,6 +60,18 @@ from .openapi import (
 _UNSAFE_HEADER = re.compile(r"[\r\n\x00]")
 _SERVERS = ("thread", "subprocess")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _bounds(**limits: float) -> Any:
+    """An attrs validator from a :class:`Bounds` (the kernel checks ``Annotated`` bounds on factory
+    parameters, not on the fields of a ``spec_cls``)."""
+    bounds = Bounds(**limits)
+
+    def check(instance: Any, attribute: Any, value: Any) -> None:
+        problem = bounds.problem(value)
+        if problem:
+            raise InvalidValue(f"{attribute.name}: expected {problem}")
+    return check
 
 
 def _one_of(choices: tuple[str, ...]) -> Any:
@@ -112,11 +124,11 @@ class RestEnvSpec:
     state_dir: str | None = None
     intro: str = ""
     allow_remote: bool = False
-    call_seconds: Annotated[float, Bounds(above=0, high=600)] = 10.0
-    start_seconds: Annotated[float, Bounds(above=0, high=600)] = 20.0
-    max_response_bytes: Annotated[int, Bounds(low=256, high=64 * 2**20)] = 65_536
-    max_request_bytes: Annotated[int, Bounds(low=256, high=64 * 2**20)] = 1_048_576
-    max_check_bytes: Annotated[int, Bounds(low=256, high=256 * 2**20)] = 8 * 2**20
+    call_seconds: float = attrs.field(default=10.0, validator=_bounds(above=0, high=600))
+    start_seconds: float = attrs.field(default=20.0, validator=_bounds(above=0, high=600))
+    max_response_bytes: int = attrs.field(default=65_536, validator=_bounds(low=256, high=64 * 2**20))
+    max_request_bytes: int = attrs.field(default=1_048_576, validator=_bounds(low=256, high=64 * 2**20))
+    max_check_bytes: int = attrs.field(default=8 * 2**20, validator=_bounds(low=256, high=256 * 2**20))
 
 
 def is_loopback(url: str) -> bool:

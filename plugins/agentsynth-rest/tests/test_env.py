@@ -167,3 +167,24 @@ async def test_a_subprocess_app_that_dies_at_start_is_a_start_error_with_its_std
     with pytest.raises(WorldStartError, match="database seed file missing"):
         await env.reset(0)
     await env.close()
+
+
+@pytest.mark.parametrize("environment, message", [
+    ("{type: rest, app: a.py:f, server: threads}", "environment: server: expected one of thread, subprocess, got 'threads'"),
+    ("{type: rest, app: a.py:f, call_seconds: -1}", "environment: call_seconds: expected > 0 and <= 600, got -1"),
+    ("{type: rest, app: a.py:f, max_response_bytes: 10}", "environment: max_response_bytes: expected >= 256"),
+    ("{type: rest, app: a.py:f, auth: [{header: X-Key}]}", "environment.auth[0].env: missing required key"),
+    ("{type: rest, app: a.py:f, opeanpi: x.yaml}", "environment.opeanpi: unknown key (did you mean 'openapi'?)"),
+    ("{type: rest, app: a.py:f, reset: {method: GET}}", "environment.reset.path: missing required key"),
+])
+def test_a_bad_world_spec_is_a_path_qualified_error(tmp_path, environment, message):
+    from agentsynth_kernel import SpecError
+    from agentsynth_kernel.spec import load_pack
+
+    (tmp_path / "pack.yaml").write_text(f"id: bad\nenvironment: {environment}\ntasks:\n  - id: t\n    instruction: x\n"
+                                        "    checkers: [{type: http, path: /a, status: 200}]\n")
+    with pytest.raises(SpecError) as info:
+        load_pack(tmp_path)
+    text = "\n".join(info.value.messages)
+    assert message in text, text
+    assert str(tmp_path / "pack.yaml") in str(info.value)
