@@ -141,3 +141,22 @@ def test_a_perturbed_sibling_relabels_the_sql_world_and_a_memorised_transcript_f
     assert "(7110," in sibling.task.environment["worlds"]["db"]["seed"]
     assert sibling.task.environment["worlds"]["py"]["type"] == "python"
     assert asyncio.run(sibling_problems(pack, task, host=get_host(), timeout=90)) == ("ok", "")
+
+
+def test_an_answer_checker_of_the_sql_plugin_reads_its_world_through_composite_answer(tmp_path):
+    """sql_answer reads the expected value from its world and decides on the answer: wrapped in
+    composite_answer it works unchanged (and the world-state gate does not count it)."""
+    from packs import write_pack
+
+    env = {"type": "composite", "worlds": {"db": {"type": "sql", "schema": "CREATE TABLE t (name TEXT);",
+                                                   "seed": "INSERT INTO t VALUES ('alpha'), ('beta');"}}}
+    checker = {"type": "composite_answer", "world": "db",
+               "checker": {"type": "sql_answer", "query": "SELECT name FROM t WHERE rowid = 2",
+                           "distractors": "SELECT name FROM t"}}
+    task = {"id": "second", "instruction": "Which name is in the second row?", "checkers": [checker]}
+    pack = load_pack(write_pack(tmp_path / "ans", env, [task]))
+    good = play(pack, pack.tasks[0], [{"tool": "db__sql_query", "arguments": {"sql": "SELECT name FROM t"}},
+                                      {"answer": "beta"}])
+    assert good.status == "passed", good.why
+    assert good.verdicts[0].checker.startswith("db.")
+    assert play(pack, pack.tasks[0], [{"answer": "alpha or beta"}]).status == "failed"
