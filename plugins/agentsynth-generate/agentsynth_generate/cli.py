@@ -175,3 +175,181 @@ def generate_command(ctx: click.Context, queries_: tuple[str, ...], queries: Pat
     code = run_spec(spec, base_dir=Path.cwd(), source="command line", json_path=json_path, quiet=quiet)
     sys.stdout.flush()
     ctx.exit(code)
+
+
+def _client(model: str, api_base: str | None, api_key_env: str | None, no_cache: bool, seed: int = 0) -> Any:
+    from agentsynth_kernel.llm import LLMClient
+
+    from .llm import Caller
+
+    client = LLMClient(model=model, api_base=api_base, api_key_env=api_key_env, cache=not no_cache)
+    return Caller(client, model, api_base=api_base, api_key_env=api_key_env, temperature=0.0, seed=seed)
+
+
+def _judge(name: str | None, params: tuple[str, ...]) -> Any:
+    if not name:
+        return None
+    from agentsynth_kernel import SpecError, get_host
+    from agentsynth_kernel.spec import ComponentSpec, build, check_component
+
+    spec = ComponentSpec(name, dict(_param(p, "--judge-param") for p in params))
+    problems = check_component("judge", spec, "judge", get_host())
+    if problems:
+        raise SpecError("command line", problems)
+    return build("judge", spec, host=get_host())
+
+
+def _emit(report: dict[str, Any], json_path: str | None) -> None:
+    if json_path:
+        text = json.dumps(report, indent=2, sort_keys=True)
+        if json_path == "-":
+            click.echo(text)
+        else:
+            Path(json_path).write_text(text + "\n", encoding="utf-8")
+
+
+@click.command("eval")
+@click.argument("file", type=click.Path(path_type=Path, dir_okay=False, exists=True))
+@click.option("--model", help="The grader for the four rubric dimensions (any model string; local = embedded).")
+@click.option("--api-base", help="OpenAI-compatible endpoint.")
+@click.option("--api-key-env", help="Environment variable holding the API key.")
+@click.option("--judge", help="A registered judge instead of the rubric prompt (its dimensions are reported).")
+@click.option("--judge-param", multiple=True, metavar="KEY=VALUE")
+@click.option("--threshold", type=click.FloatRange(0, 1), default=0.5, show_default=True,
+              help="A dimension below this is weak; a trajectory passes with no weak dimension.")
+@click.option("-o", "--out", type=click.Path(path_type=Path, dir_okay=False), help="Scored rows (JSONL, an 'eval' key added).")
+@click.option("--no-cache", is_flag=True)
+@click.option("--json", "json_path", metavar="PATH", help="The report as JSON ('-' for stdout).")
+@click.option("--quiet", is_flag=True)
+@click.pass_context
+def eval_command(ctx: click.Context, file: Path, model: str | None, api_base: str | None, api_key_env: str | None,
+                 judge: str | None, judge_param: tuple[str, ...], threshold: float, out: Path | None, no_cache: bool,
+                 json_path: str | None, quiet: bool) -> None:
+    """Score the trajectories of FILE on six dimensions: task_completion, tool_selection, argument_validity,
+    grounding, efficiency, communication (two computed from the calls, four by a rubric model or a judge).
+
+    FILE: records of `agentsynth generate`, OpenAI/TRL chat records, or kernel EpisodeResults / Trajectories
+    (JSONL or a JSON array). Exit codes: 0 done, 2 bad input, 4 some trajectories could not be scored.
+    """
+    from agentsynth_kernel import SpecError
+
+    from .evaluate import evaluate
+
+    judge_obj = _judge(judge, judge_param)
+    if judge_obj is None and not model:
+        raise SpecError("command line", ["--model: missing (the rubric grader), or give --judge NAME"])
+    llm = _client(model, api_base, api_key_env, no_cache) if model else None
+
+    async def go() -> dict[str, Any]:
+        try:
+            return await evaluate(file, llm=llm, judge=judge_obj, threshold=threshold, out=out,
+                                  on_progress=None if quiet else (lambda line: click.echo(line, err=True)))
+        finally:
+            if llm is not None:
+                await llm.client.aclose()
+
+    report = asyncio.run(go())
+    _emit(report, json_path)
+    if not quiet and json_path != "-":
+        click.echo(f"eval: {report['scored']}/{report['trajectories']} scored, {report['passed']} pass "
+                   f"(threshold {threshold:g}); {report['llm_requests']} LLM requests")
+        for dim, value in report["dimensions"].items():
+            weak = report["failing_by_dimension"].get(dim, 0)
+            click.echo(f"  {dim:<18} {value:.3f}" + (f"  ({weak} weak)" if weak else ""))
+        for err in report["errors"][:5]:
+            click.echo(f"  error: {err}")
+    ctx.exit(4 if report["failed"] else 0)
+
+
+@click.command("flywheel")
+@click.option("--run", "run_dir", type=click.Path(path_type=Path, file_okay=False, exists=True),
+              help="A run directory (bench/run --run-dir): its failed episodes are the targets.")
+@click.option("--from", "source", type=click.Path(path_type=Path, dir_okay=False, exists=True),
+              help="Records: eval output (weak dimensions), --rejected records (stage/reason), or trajectories "
+                   "(scored first with --model).")
+@click.option("--pack", help="The world to generate in (default for --run: the run's pack).")
+@click.option("--tools", type=click.Path(path_type=Path, dir_okay=False), help="A catalog (default: the failing records' tools).")
+@click.option("--model", required=True, help="The teacher (and grader) model.")
+@click.option("--api-base")
+@click.option("--api-key-env")
+@click.option("-m", "--mode", "modes", multiple=True, type=click.Choice(MODES))
+@click.option("-n", type=click.IntRange(1, 1000), default=2, show_default=True, help="New trajectories per target.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--max-targets", type=click.IntRange(1, 100_000), default=100, show_default=True)
+@click.option("--threshold", type=click.FloatRange(0, 1), default=0.5, show_default=True)
+@click.option("--no-semantic", is_flag=True)
+@click.option("-o", "--out", type=click.Path(path_type=Path, dir_okay=False), required=True, help="The new data (JSONL).")
+@click.option("--no-cache", is_flag=True)
+@click.option("--json", "json_path", metavar="PATH")
+@click.option("--quiet", is_flag=True)
+@click.pass_context
+def flywheel_command(ctx: click.Context, run_dir: Path | None, source: Path | None, pack: str | None, tools: Path | None,
+                     model: str, api_base: str | None, api_key_env: str | None, modes: tuple[str, ...], n: int, seed: int,
+                     max_targets: int, threshold: float, no_semantic: bool, out: Path, no_cache: bool,
+                     json_path: str | None, quiet: bool) -> None:
+    """Failures -> data aimed at them: mine a run's failed episodes (by error kind / failing checker) or a
+    file's weak dimensions / rejections, generate -n verified trajectories per target, write them to -o.
+
+    Exit codes: 0 done, 2 bad input, 3 budget stop, 4 some items failed.
+    """
+    from agentsynth_kernel import SpecError, get_host
+
+    from .catalog import load_tools
+    from .core import GenerateConfig, Inputs, generate
+    from .evaluate import evaluate
+    from .flywheel import mine_file, mine_run
+
+    if (run_dir is None) == (source is None):
+        raise SpecError("command line", ["give --run RUN_DIR or --from FILE (one of them)"])
+    if tools is not None and pack is not None:
+        raise SpecError("command line", ["--tools: give a catalog or a world (--pack), not both"])
+    host = get_host()
+    progress = None if quiet else (lambda line: click.echo(line, err=True))
+    report: dict[str, Any] = {}
+    if run_dir is not None:
+        mined = mine_run(run_dir, host, pack, max_targets)
+    else:
+        assert source is not None
+        mined, needs_eval = mine_file(source, max_targets)
+        if needs_eval:
+            scored = out.with_suffix(".eval.jsonl")
+            llm = _client(model, api_base, api_key_env, no_cache, seed)
+
+            async def score() -> dict[str, Any]:
+                try:
+                    return await evaluate(source, llm=llm, threshold=threshold, out=scored, on_progress=progress)
+                finally:
+                    await llm.client.aclose()
+
+            report["eval"] = asyncio.run(score())
+            mined, _ = mine_file(scored, max_targets)
+    report["mined"] = {"source": mined.source, "targets": len(mined.targets), "by_kind": mined.by_kind,
+                       "by_dimension": mined.by_dimension}
+    if not mined.targets:
+        report["generate"] = None
+        _emit(report, json_path)
+        if not quiet and json_path != "-":
+            click.echo("flywheel: no failures to aim at")
+        ctx.exit(0)
+    world = mined.pack
+    if pack is not None and world is None:
+        from agentsynth_kernel.spec import load_pack
+
+        world = load_pack(pack, host=host)
+    catalog = load_tools(tools) if tools is not None else (mined.tools or None)
+    if world is None and not catalog:
+        raise SpecError("command line", ["no tools for the targets: give --tools FILE or --pack PACK"])
+    config = GenerateConfig(model=model, api_base=api_base, api_key_env=api_key_env, n=n, seed=seed,
+                            modes=list(modes) or ["single_agent"], semantic=not no_semantic, cache=not no_cache)
+    inputs = Inputs(mined.targets, None if world is not None else catalog, world)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    result = asyncio.run(generate(config, inputs, out=out, host=host, on_progress=progress))
+    summary = result.to_dict()
+    summary["grounding"] = "world" if world is not None else "simulated"
+    report["generate"] = summary
+    _emit(report, json_path)
+    if not quiet and json_path != "-":
+        kinds = ", ".join(f"{k} {v}" for k, v in {**mined.by_kind, **mined.by_dimension}.items())
+        click.echo(f"flywheel: {len(mined.targets)} targets from {mined.source} ({kinds})")
+        print_summary(summary)
+    ctx.exit(3 if result.stopped else (4 if result.incomplete else 0))

@@ -19,9 +19,11 @@ def register_generators(register: Any) -> None:
 
 @hookimpl
 def register_commands(cli: Any) -> None:
-    from .cli import generate_command
+    from .cli import eval_command, flywheel_command, generate_command
 
     cli.add_command(generate_command, "generate")
+    cli.add_command(eval_command, "eval")
+    cli.add_command(flywheel_command, "flywheel")
 
 
 @hookimpl

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import agentsynth
+from helpers import agentsynth, agentsynth_process
 
 from agentsynth_generate import generate_records
 from agentsynth_kernel.adapters import validate_arguments
@@ -121,13 +121,13 @@ def test_a_failing_llm_request_fails_that_item_not_the_run(model: Any, tmp_path:
     assert "test-key-not-secret" not in out.read_text() + proc.stdout + proc.stderr
 
 
-def test_identical_inputs_and_seed_give_byte_identical_output(model: Any, tmp_path: Path, tools_file: Path) -> None:
+def test_identical_inputs_and_seed_give_byte_identical_output_across_processes(model: Any, tmp_path: Path, tools_file: Path) -> None:
     m, server = model
     outputs = []
     for run in range(3):
         out = tmp_path / f"out{run}.jsonl"
         seed = "7" if run < 2 else "8"
-        proc = agentsynth("generate", "--tools", str(tools_file), "-q", "Weather in Lisbon?", "-n", "2", "-m", "back",
+        proc = agentsynth_process("generate", "--tools", str(tools_file), "-q", "Weather in Lisbon?", "-n", "2", "-m", "back",
                           "-m", "single_agent", "--seed", seed, "--model", "openai/scripted", "--api-base",
                           server.base_url, "--no-cache", "-o", str(out), "--quiet")
         assert proc.returncode == 0, proc.stderr
