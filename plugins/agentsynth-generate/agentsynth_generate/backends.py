@@ -9,7 +9,7 @@ from typing import Any
 from agentsynth_kernel import Observation, ToolCall, ToolSpec
 from agentsynth_kernel.adapters import tool_specs
 
-from .llm import Caller
+from .llm import JSON_OBJECT, Caller
 
 MAX_OBSERVATION_CHARS = 20_000
 
@@ -94,7 +94,8 @@ class SimulatedTools:
         payload = {"tool": spec.name, "description": spec.description, "parameters": spec.parameters,
                    "arguments": action.arguments, "earlier_results": self.results[-5:]}
         response = await self.llm([{"role": "system", "content": SIMULATOR_PROMPT},
-                                   {"role": "user", "content": json.dumps(payload, sort_keys=True)}], purpose="simulate")
+                                   {"role": "user", "content": json.dumps(payload, sort_keys=True)}], purpose="simulate",
+                                  response_format=JSON_OBJECT)
         text = strip_fences(response.content)
         error = False
         try:

@@ -30,7 +30,7 @@ from agentsynth_kernel import SpecError
 from agentsynth_kernel.adapters import validate_arguments
 
 from .backends import extract_json
-from .llm import Caller
+from .llm import Caller, json_schema
 
 DIMENSIONS = ("task_completion", "tool_selection", "argument_validity", "grounding", "efficiency", "communication")
 RUBRIC_DIMENSIONS = ("task_completion", "tool_selection", "grounding", "communication")
@@ -149,7 +149,9 @@ def _transcript(conv: Conversation, limit: int = 8000) -> str:
 
 async def rubric_scores(conv: Conversation, llm: Caller) -> tuple[dict[str, float], str]:
     response = await llm([{"role": "system", "content": RUBRIC_PROMPT},
-                          {"role": "user", "content": _transcript(conv)}], purpose="eval")
+                          {"role": "user", "content": _transcript(conv)}], purpose="eval",
+                         response_format=json_schema("grades", {**{d: {"type": "number"} for d in RUBRIC_DIMENSIONS},
+                                                                "rationale": {"type": "string"}}))
     value = extract_json(response.content or "")
     if not isinstance(value, dict):
         raise ValueError(f"the grader's answer is not a JSON object: {(response.content or '')[:200]}")

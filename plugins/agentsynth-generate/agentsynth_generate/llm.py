@@ -9,6 +9,16 @@ from typing import Any
 from agentsynth_kernel import ToolSpec
 
 
+def json_schema(name: str, properties: dict[str, Any]) -> dict[str, Any]:
+    """``response_format`` asking for one JSON object with these properties (all required): providers and the
+    embedded model's server constrain decoding to it, so even a small model answers in the shape asked."""
+    return {"type": "json_schema", "json_schema": {"name": name, "strict": True, "schema": {
+        "type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}}}
+
+
+JSON_OBJECT = {"type": "json_object"}
+
+
 class Caller:
     """``await llm(messages, tools=...)`` through the kernel's client (cache, retries, budget).
 

@@ -23,7 +23,7 @@ from agentsynth_kernel import Answer, Observation, Step, ToolCall, ToolSpec
 from agentsynth_kernel.adapters import InvalidToolCall, parse_arguments, validate_arguments
 
 from .backends import extract_json
-from .llm import Caller
+from .llm import Caller, json_schema
 from .schema_sampler import absorb, sample_arguments
 
 MODES = ("single_agent", "back", "multi_agent", "code_execution")
@@ -261,7 +261,9 @@ async def back(query: str, llm: Caller, backend: Any, *, max_turns: int, rng: ra
              for s in draft.steps if isinstance(s.action, ToolCall)]
     hint = f"\nThe request should fit this kind of task: {query}" if query else ""
     response = await llm([{"role": "system", "content": BACK_PROMPT},
-                          {"role": "user", "content": json.dumps(chain, sort_keys=True) + hint}], purpose="back_translate")
+                          {"role": "user", "content": json.dumps(chain, sort_keys=True) + hint}], purpose="back_translate",
+                         response_format=json_schema("back_translation", {"query": {"type": "string"},
+                                                                          "answer": {"type": "string"}}))
     value = extract_json(response.content or "")
     if not isinstance(value, dict) or not isinstance(value.get("query"), str) or not value["query"].strip():
         draft.format_problems.append("bad_back_translation: the model did not return {\"query\": ..., \"answer\": ...}")

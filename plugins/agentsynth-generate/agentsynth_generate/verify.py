@@ -26,7 +26,7 @@ from agentsynth_kernel import Answer, ToolCall, Trajectory
 from agentsynth_kernel.errors import AgentsynthError
 
 from .backends import extract_json
-from .llm import Caller
+from .llm import Caller, json_schema
 from .modes import Draft, render_for_review
 
 STAGES = ("format", "execution", "semantic", "world")
@@ -91,7 +91,8 @@ SEMANTIC_PROMPT = (
 async def semantic_by_llm(draft: Draft, llm: Caller) -> tuple[Rejection | None, dict[str, Any]]:
     transcript = render_for_review(draft)
     response = await llm([{"role": "system", "content": SEMANTIC_PROMPT},
-                          {"role": "user", "content": f"Request: {draft.query}\n\n{transcript}"}], purpose="semantic")
+                          {"role": "user", "content": f"Request: {draft.query}\n\n{transcript}"}], purpose="semantic",
+                         response_format=json_schema("verdict", {"satisfied": {"type": "boolean"}, "reason": {"type": "string"}}))
     value = extract_json(response.content or "")
     if not isinstance(value, dict) or not isinstance(value.get("satisfied"), bool):
         return Rejection("semantic", "judge_unparseable",

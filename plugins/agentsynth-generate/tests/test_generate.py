@@ -181,3 +181,20 @@ def test_bad_input_is_a_clear_error_with_exit_2(tmp_path: Path) -> None:
     assert proc.returncode == 2 and "give a catalog (tools) or a world (pack / world), not both" in proc.stderr
     proc = agentsynth("generate", "--tools", str(good), "-q", "x", "--model", "openai/x", "--judge", "nosuchjudge")
     assert proc.returncode == 2 and "judge.type: unknown judge 'nosuchjudge'" in proc.stderr
+
+
+def test_json_answers_are_asked_for_with_a_schema(model: Any) -> None:
+    """Requests whose answer is parsed as JSON carry a response_format, so servers that constrain decoding
+    (the embedded model's among them) make even a small model answer in that shape."""
+    m, server = model
+    generate_records(base(server, tools=WEATHER_TOOLS, mode=["back"]))
+    formats = {}
+    for request in server.requests:
+        body = request.json or {}
+        formats[body["messages"][0]["content"][:30]] = body.get("response_format")
+    by_role = formats
+    back = next(v for k, v in by_role.items() if k.startswith("You write training data"))
+    assert back["json_schema"]["schema"]["required"] == ["query", "answer"]
+    semantic = next(v for k, v in by_role.items() if k.startswith("You check training data"))
+    assert semantic["json_schema"]["schema"]["properties"]["satisfied"] == {"type": "boolean"}
+    assert next(v for k, v in by_role.items() if k.startswith("You simulate")) == {"type": "json_object"}
