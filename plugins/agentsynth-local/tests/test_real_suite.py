@@ -84,3 +84,36 @@ def test_synth_forward_and_export_with_the_embedded_teacher(tmp_path):
     assert res.returncode == 0, res.stdout + res.stderr
     lines = (tmp_path / "sft.jsonl").read_text().splitlines()
     assert len(lines) == 3 and json.loads(lines[0])["messages"][0]["role"] in ("system", "user")
+
+
+BT_CONFIG = """
+type: back_translation
+model: local
+n: 2
+explorer:
+  type: scripted
+  actions:
+    - {tool: sql_query, arguments: {sql: "SELECT id, name, tier FROM customers WHERE id = 2"}}
+    - {tool: sql_execute, arguments: {sql: "UPDATE customers SET tier = 'gold' WHERE id = 2"}}
+probes:
+  - {tool: sql_query, arguments: {sql: "SELECT tier FROM customers WHERE id = 2"}}
+"""
+
+
+def test_back_translation_accepts_tasks_the_embedded_model_wrote(tmp_path):
+    """The path on which synth accepts the tiny model's work: a given chain of calls, the model writes
+    the request it fulfils (a prompt that fits its context, a reply constrained to the schema); the
+    task is verified by replay and noop, and the written pack passes `pack validate`."""
+    (tmp_path / "bt.yaml").write_text(BT_CONFIG)
+    res = agentsynth("synth", "core", "-g", "back_translation", "--config", "bt.yaml", "-o", "bt-pack", "--run-dir", "bt", "--json", "bt.json",
+                     cwd=tmp_path)
+    assert res.returncode == 0, res.stdout + res.stderr
+    report = json.loads((tmp_path / "bt.json").read_text())
+    print(f"\nback_translation with local: {report['accepted']} accepted, rejected {report['rejected']}, "
+          f"{report['llm_requests']} requests, {report['duration_s']:.0f} s")
+    assert report["accepted"] >= 1, report
+    import yaml
+
+    tasks = yaml.safe_load((tmp_path / "bt-pack" / "pack.yaml").read_text())["tasks"]
+    assert all(len(t["instruction"]) >= 8 for t in tasks)
+    print("instructions written by the model: " + " | ".join(t["instruction"][:120] for t in tasks))
