@@ -19,7 +19,7 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -31,6 +31,7 @@ from .episode import EpisodeConfig
 from .errors import AgentsynthError
 from .plugins import PluginHost, get_host
 from .records import EpisodeResult, Usage, from_json, to_builtins
+from .results import ResultSet
 from .secrets import redact, remember_environment
 from .spec import ComponentSpec, Pack, RunSpec, Task, build, content_hash, select_tasks, unstructure
 from .store import STORE_FILE, RunStore
@@ -53,7 +54,39 @@ log = logging.getLogger(__name__)
 
 def plan_episodes(spec: RunSpec, tasks: list[Task]) -> list[tuple[Task, int, int]]:
     """Every (task, trial, seed) a run of ``spec`` plays, in order; the seeds are stable."""
-    return [(task, trial, derive_seed(spec.seed, task.id, trial)) for task in tasks for trial in range(spec.trials)]
+    return list(Plan(spec, tasks))
+
+
+class Plan:
+    """The episodes of a run, (task, trial, seed) in order, without listing them (a 1M-episode
+    run plans in O(tasks) memory): iterable, sized, and ``key in plan`` for a stored episode."""
+
+    def __init__(self, spec: RunSpec, tasks: list[Task]) -> None:
+        self.tasks, self.trials, self.seed = tasks, spec.trials, spec.seed
+        self._ids = {task.id for task in tasks}
+
+    def __len__(self) -> int:
+        return len(self.tasks) * self.trials
+
+    def __iter__(self) -> Iterator[tuple[Task, int, int]]:
+        for task in self.tasks:
+            for trial in range(self.trials):
+                yield task, trial, derive_seed(self.seed, task.id, trial)
+
+    def __contains__(self, key: object) -> bool:
+        if not (isinstance(key, tuple) and len(key) == 3):
+            return False
+        task_id, trial, seed = key
+        return (task_id in self._ids and isinstance(trial, int) and 0 <= trial < self.trials
+                and seed == derive_seed(self.seed, task_id, trial))
+
+    def digest(self) -> str:
+        """sha256 over the sorted (task, trial, seed) keys, streamed (part of the run hash)."""
+        h = hashlib.sha256()
+        for task_id in sorted(self._ids):
+            for trial in range(self.trials):
+                h.update(f"{task_id}\0{trial}\0{derive_seed(self.seed, task_id, trial)}\n".encode())
+        return h.hexdigest()
 
 
 def derive_seed(base: int, task_id: str, trial: int) -> int:
@@ -94,7 +127,8 @@ class RunReport:
     """The results of a run (including ones restored from the store on resume)."""
 
     info: RunInfo = attrs.field(repr=False)
-    results: list[EpisodeResult] = attrs.field(repr=False)  # a repr of thousands of results is costly
+    # in (task, trial) order, streamed from the run store when there is one (see results.ResultSet)
+    results: Sequence[EpisodeResult] = attrs.field(repr=False)  # a repr of thousands of results is costly
     stopped: str = ""  # why the run ended early ("budget: ..."), empty when complete
     duration_s: float = 0.0
     exports: list[dict[str, Any]] = attrs.field(factory=list)  # {type, path, count} or {type, path, error}
@@ -144,13 +178,12 @@ def spec_record(spec: RunSpec) -> dict[str, Any]:
     return redact(unstructure(spec))
 
 
-def run_hash(spec_data: dict[str, Any], pack: dict[str, Any], plan_keys: list[tuple[str, int, int]],
-             vers: dict[str, str]) -> str:
+def run_hash(spec_data: dict[str, Any], pack: dict[str, Any], plan: Plan, vers: dict[str, str]) -> str:
     """sha256 over what determines the episodes: spec (minus resumable keys), pack hashes, seeds, versions."""
     material = {
         "spec": {k: v for k, v in spec_data.items() if k not in RESUMABLE_CHANGES},
         "pack": {k: v for k, v in pack.items() if k != "source"},
-        "episodes": sorted(plan_keys),
+        "episodes": plan.digest(),
         "versions": vers,
     }
     return "sha256:" + hashlib.sha256(json.dumps(material, sort_keys=True, default=str).encode()).hexdigest()
@@ -240,26 +273,29 @@ def session_state(store: RunStore) -> tuple[str, dict[str, Any]]:
 
 
 def _prepare_store(
-    store: RunStore, spec: RunSpec, pack: Pack, plan_keys: list[tuple[str, int, int]], *, force: bool,
+    store: RunStore, spec: RunSpec, pack: Pack, plan: Plan, restored: ResultSet, *, force: bool,
     spec_file: Path | None, notes: list[str], vers: dict[str, str] | None = None,
-) -> tuple[str, str, list[EpisodeResult]]:
+) -> tuple[str, str, dict[str, bytearray]]:
     """Open a session in one transaction: check a resumed run against its stored spec, write this
-    session's meta, read back the finished episodes and log ``run_started`` (a kill half-way must
-    not leave a run id without its spec; a second process sees this one as running).
-    Returns (run_id, run_hash, restored results)."""
+    session's meta, count the finished episodes back into ``restored`` and log ``run_started`` (a
+    kill half-way must not leave a run id without its spec; a second process sees this one as
+    running). Returns (run_id, run_hash, the trials already done per task)."""
     vers = vers if vers is not None else versions()
+    done: dict[str, bytearray] = {}
     with store.transaction():
-        run_id, digest = _prepare_store_locked(store, spec, pack, plan_keys, vers, force=force, spec_file=spec_file,
+        run_id, digest = _prepare_store_locked(store, spec, pack, plan, vers, force=force, spec_file=spec_file,
                                                notes=notes)
-        wanted = set(plan_keys)
-        restored = [r for r in store.results() if r.key in wanted]
-        store.event("run_started", pid=os.getpid(), host=socket.gethostname(), pending=len(plan_keys) - len(restored),
+        for result in store.results():
+            if result.key in plan:
+                restored.add(result, stored=True)
+                done.setdefault(result.task_id, bytearray(plan.trials))[result.trial] = 1
+        store.event("run_started", pid=os.getpid(), host=socket.gethostname(), pending=len(plan) - len(restored),
                     restored=len(restored), run_hash=digest)
-    return run_id, digest, restored
+    return run_id, digest, done
 
 
 def _prepare_store_locked(
-    store: RunStore, spec: RunSpec, pack: Pack, plan_keys: list[tuple[str, int, int]], vers: dict[str, str], *,
+    store: RunStore, spec: RunSpec, pack: Pack, plan: Plan, vers: dict[str, str], *,
     force: bool, spec_file: Path | None, notes: list[str],
 ) -> tuple[str, str]:
     new_spec, new_pack = spec_record(spec), pack_record(pack, spec)
@@ -297,22 +333,28 @@ def _prepare_store_locked(
         run_id = uuid.uuid4().hex[:12]
         store.set_meta("run_id", run_id)
         store.set_meta("created_at", time.time())
-    digest = run_hash(new_spec, new_pack, plan_keys, vers)
+    digest = run_hash(new_spec, new_pack, plan, vers)
     store.set_meta("spec", new_spec)
     store.set_meta("pack", new_pack)
     store.set_meta("versions", vers)
-    store.set_meta("planned", len(plan_keys))
+    store.set_meta("planned", len(plan))
     store.set_meta("run_hash", digest)
     if spec_file is not None:
         store.set_meta("spec_file", str(Path(spec_file).resolve()))
     return run_id, digest
 
 
-def earlier_spending(store: RunStore, restored: list[EpisodeResult]) -> Usage:
+def _not_done(plan: Plan, done: dict[str, bytearray]) -> Iterator[tuple[Task, int, int]]:
+    """The plan's episodes the store does not hold yet, in plan order (shared by the workers)."""
+    for task, trial, seed in plan:
+        trials = done.get(task.id)
+        if trials is None or not trials[trial]:
+            yield task, trial, seed
+
+
+def earlier_spending(store: RunStore, restored: ResultSet) -> Usage:
     """Usage of the restored episodes plus that of episodes stopped by a budget in earlier sessions."""
-    total = Usage()
-    for result in restored:
-        total = total + result.usage
+    total = restored.tally.usage
     for _, kind, data in store.events():
         if kind == "budget_stop" and isinstance(data.get("usage"), dict):
             total = total + from_json(json.dumps(data["usage"]), Usage)
@@ -322,7 +364,7 @@ def earlier_spending(store: RunStore, restored: list[EpisodeResult]) -> Usage:
 # --- exports ---------------------------------------------------------------------------------------
 
 
-async def run_exports(spec: RunSpec, results: list[EpisodeResult], host: PluginHost,
+async def run_exports(spec: RunSpec, results: Sequence[EpisodeResult], host: PluginHost,
                       base_dir: Path | None = None) -> list[dict[str, Any]]:
     """Write every ``export:`` entry; a failing exporter is recorded, never raised.
 
@@ -376,48 +418,45 @@ async def execute(
     tasks = select_tasks(spec, pack)
     if not tasks:
         raise AgentsynthError(f"no tasks selected from pack {pack.id!r} (split={spec.split!r}, only={spec.only})")
-    plan = plan_episodes(spec, tasks)
-    plan_keys = [(t.id, trial, seed) for t, trial, seed in plan]
+    plan = Plan(spec, tasks)
     notes: list[str] = []
     vers = versions()
     store = open_run_store(run_dir) if run_dir is not None else None
-    restored: list[EpisodeResult] = []
+    # results live in the store as they finish (or in memory, then a temporary store): never all in memory
+    results = ResultSet(run_dir=run_dir, wanted=plan.__contains__)
+    done: dict[str, bytearray] = {}
     if store is not None:
         try:
-            run_id, digest, restored = _prepare_store(store, spec, pack, plan_keys, force=force,
-                                                      spec_file=spec_file, notes=notes, vers=vers)
-            spent = earlier_spending(store, restored)
+            run_id, digest, done = _prepare_store(store, spec, pack, plan, results, force=force,
+                                                  spec_file=spec_file, notes=notes, vers=vers)
+            spent = earlier_spending(store, results)
         except BaseException:
             store.close()
             raise
-        done = {r.key for r in restored}
-        plan = [p for p in plan if (p[0].id, p[1], p[2]) not in done]
     else:
         run_id, spent = uuid.uuid4().hex[:12], Usage()
-        digest = run_hash(spec_record(spec), pack_record(pack, spec), plan_keys, vers)
-    info = RunInfo(run_id, spec, pack, run_dir, total=len(plan) + len(restored), run_hash=digest,
-                   restored=len(restored), spent=spent, journal=store)
+        digest = run_hash(spec_record(spec), pack_record(pack, spec), plan, vers)
+    restored = len(results)
+    info = RunInfo(run_id, spec, pack, run_dir, total=len(plan), run_hash=digest,
+                   restored=restored, spent=spent, journal=store)
     provenance = {
         "run_id": run_id, "run_hash": digest, "pack": pack.id, "pack_hash": pack.content_hash,
         "policy": redact(spec.policy.to_dict()), "versions": vers,
     }
     config = EpisodeConfig(spec.policy, spec.max_steps, spec.timeout, spec.judge)
     executor = build("executor", spec.executor or ComponentSpec("local"), host=host, run=info)
-    results: list[EpisodeResult] = []
     stop_reason = ""
-    queue: asyncio.Queue[tuple[Task, int, int]] = asyncio.Queue()
-    for item in plan:
-        queue.put_nowait(item)
+    pending = _not_done(plan, done)
 
     host.notify("run_started", run=info)
 
     async def worker() -> None:
         nonlocal stop_reason
         while not stop_reason:
-            try:
-                task, trial, seed = queue.get_nowait()
-            except asyncio.QueueEmpty:
+            item = next(pending, None)
+            if item is None:
                 return
+            task, trial, seed = item
             if on_start is not None:
                 on_start(info, task, trial)
             # An episode of a world that runs on the loop and a policy that runs inline never
@@ -436,31 +475,30 @@ async def execute(
                     store.event("budget_stop", task_id=task.id, trial=trial, error=result.error,
                                 usage=to_builtins(result.usage))
                 if on_result is not None:
-                    on_result(info, result, len(results) + len(restored))
+                    on_result(info, result, len(results))
                 continue
             if store is not None:
                 store.put(result)
-            results.append(result)
+            results.add(result, stored=store is not None)
             host.notify("episode_finished", run=info, result=result)
             if on_result is not None:
-                on_result(info, result, len(results) + len(restored))
+                on_result(info, result, len(results))
 
     finished = False
     try:
         width = getattr(executor, "concurrency", None) or spec.concurrency
-        await asyncio.gather(*(worker() for _ in range(min(width, max(1, len(plan))))))
+        await asyncio.gather(*(worker() for _ in range(min(width, max(1, len(plan) - restored)))))
         finished = True
     finally:
-        all_results = sorted(restored + results, key=lambda r: (r.task_id, r.trial))
-        report = RunReport(info, all_results, stop_reason, time.perf_counter() - started, notes=notes)
+        report = RunReport(info, results, stop_reason, time.perf_counter() - started, notes=notes)
         if store is not None:
-            store.event("run_finished", stopped=stop_reason, episodes=len(all_results),
+            store.event("run_finished", stopped=stop_reason, episodes=len(results),
                         interrupted=not finished)
         try:
-            host.notify("run_finished", run=info, results=all_results)  # also when interrupted: observers flush
+            host.notify("run_finished", run=info, results=results)  # also when interrupted: observers flush
             if finished:  # exports only from a session that ran to its end (complete or budget-stopped)
                 base_dir = Path(spec_file).resolve().parent if spec_file is not None else pack.base_dir
-                report.exports = await run_exports(spec, all_results, host, base_dir)
+                report.exports = await run_exports(spec, results, host, base_dir)
                 if store is not None:
                     for entry in report.exports:
                         store.event("export_failed" if "error" in entry else "exported", **entry)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
-from typing import Any
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, overload
 
 from .engine import RunReport
-from .records import SCHEMA_VERSION, EpisodeResult, Usage, to_builtins
-from .secrets import redact
+from .records import SCHEMA_VERSION, EpisodeResult, to_builtins
+from .results import ResultSet, Tally
+from .secrets import redact, redact_text
 from .stats import pass_at_k, pass_hat_k, wilson_interval
 
 # Failures that are not the agent's: they are left out of ``pass_rate_excluding_infra``. A policy that
@@ -20,31 +23,26 @@ def _rate(passed: int, n: int) -> dict[str, Any]:
     return {"passed": passed, "n": n, "rate": passed / n if n else 0.0, "ci95": [round(low, 4), round(high, 4)]}
 
 
-def task_table(results: list[EpisodeResult], k: int) -> list[dict[str, Any]]:
+def task_table(results: Iterable[EpisodeResult] | Tally, k: int) -> list[dict[str, Any]]:
     """Per-task trials, passes, pass@1 and pass^k (unbiased), in first-seen order."""
-    by_task: dict[str, list[EpisodeResult]] = defaultdict(list)
-    for r in results:
-        by_task[r.task_id].append(r)
+    tally = results if isinstance(results, Tally) else Tally.of(results)
     rows = []
-    for task_id, rs in by_task.items():
-        n, c = len(rs), sum(r.passed for r in rs)
+    for task_id, t in tally.tasks.items():
+        n, c = t.trials, t.passed
         kk = min(k, n)
         rows.append({
-            "task_id": task_id, "tier": rs[0].tier, "split": rs[0].split, "trials": n, "passed": c,
-            "errors": sum(r.status == "error" for r in rs),
+            "task_id": task_id, "tier": t.tier, "split": t.split, "trials": n, "passed": c, "errors": t.errors,
             "pass_at_1": c / n, f"pass_hat_{k}": pass_hat_k(n, c, kk), f"pass_at_{k}": pass_at_k(n, c, kk),
         })
     return rows
 
 
-def attribution(results: list[EpisodeResult]) -> dict[str, int]:
+def attribution(results: Iterable[EpisodeResult] | Tally) -> dict[str, int]:
     """Who failed, per non-passing episode: ``agent`` (checkers said no) or the error kind."""
-    out: dict[str, int] = defaultdict(int)
-    for r in results:
-        if r.status == "failed":
-            out["agent"] += 1
-        elif r.status == "error":
-            out[r.error_kind or "unknown"] += 1
+    tally = results if isinstance(results, Tally) else Tally.of(results)
+    out = dict(tally.errors_by_kind)
+    if tally.counts.get("failed"):
+        out["agent"] = tally.counts["failed"]
     return dict(sorted(out.items()))
 
 
@@ -65,24 +63,28 @@ def summarize(report: RunReport) -> dict[str, Any]:
 
 
 def summarize_results(
-    results: list[EpisodeResult], *, run_id: str, pack: dict[str, Any], policy: dict[str, Any], trials: int,
+    results: Iterable[EpisodeResult], *, run_id: str, pack: dict[str, Any], policy: dict[str, Any], trials: int,
     seed: int, planned: int, stopped: str = "", duration_s: float = 0.0,
 ) -> dict[str, Any]:
-    """Totals, pass rates with and without infrastructure failures, failures by kind, per task and tier."""
+    """Totals, pass rates with and without infrastructure failures, failures by kind, per task and tier.
+
+    From a :class:`~agentsynth_kernel.results.ResultSet` (a run's results) the totals come from its
+    tally and ``results`` (one row per episode) streams from the store when read or written
+    (:func:`write_json`): a 1M-episode report never holds 1M rows."""
+    if isinstance(results, ResultSet):
+        tally = _in_task_order(results.tally)
+    else:
+        results = list(results)
+        tally = Tally.of(results)
     k = trials
-    counts = {s: sum(r.status == s for r in results) for s in ("passed", "failed", "error")}
-    errors_by_kind: dict[str, int] = defaultdict(int)
-    for r in results:
-        if r.status == "error":
-            errors_by_kind[r.error_kind or "unknown"] += 1
+    counts = {s: tally.counts.get(s, 0) for s in ("passed", "failed", "error")}
+    errors_by_kind = dict(tally.errors_by_kind)
     infra = sum(n for kind, n in errors_by_kind.items() if kind in INFRA_KINDS)
-    tasks = task_table(results, k)
+    episodes = sum(counts.values())
+    tasks = task_table(tally, k)
     tiers: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in tasks:
         tiers[row["tier"] or "-"].append(row)
-    usage = Usage()
-    for r in results:
-        usage = usage + r.usage
     n_tasks = len(tasks)
     pass_hat = sum(row[f"pass_hat_{k}"] for row in tasks)
     return {
@@ -92,36 +94,119 @@ def summarize_results(
         "policy": policy,
         "trials": k,
         "seed": seed,
-        "episodes": len(results),
+        "episodes": episodes,
         "planned": planned,
-        "complete": not stopped and len(results) == planned,
+        "complete": not stopped and episodes == planned,
         "stopped": stopped,
         "counts": counts,
-        "errors_by_kind": dict(errors_by_kind),
-        "failures_by_kind": attribution(results),
+        "errors_by_kind": errors_by_kind,
+        "failures_by_kind": attribution(tally),
         "infrastructure_failures": infra,
-        "judge_errors": sum(1 for r in results if r.judge_error),
-        "pass_rate": _rate(counts["passed"], len(results)),
-        "pass_rate_excluding_infra": _rate(counts["passed"], len(results) - infra),
+        "judge_errors": tally.judge_errors,
+        "pass_rate": _rate(counts["passed"], episodes),
+        "pass_rate_excluding_infra": _rate(counts["passed"], episodes - infra),
         f"pass_hat_{k}": {"mean": pass_hat / n_tasks if n_tasks else 0.0, **_rate(round(pass_hat), n_tasks)},
         "tiers": {
             tier: {"tasks": len(rows), "pass_at_1": sum(r["pass_at_1"] for r in rows) / len(rows)}
             for tier, rows in sorted(tiers.items())
         },
         "tasks": tasks,
-        "usage": to_builtins(usage),
+        "usage": to_builtins(tally.usage),
         "duration_s": round(duration_s, 3),
-        "results": [
-            {
-                "task_id": r.task_id, "trial": r.trial, "seed": r.seed, "status": r.status,
-                "error_kind": r.error_kind, "error": r.error, "duration_s": round(r.duration_s, 4),
-                "steps": len(r.trajectory.steps) if r.trajectory else 0,
-                "verdicts": [to_builtins(v) for v in r.verdicts], "scores": r.scores,
-                **({"judge_error": r.judge_error} if r.judge_error else {}),
-            }
-            for r in results
-        ],
+        "results": EpisodeRows(results),
     }
+
+
+def _in_task_order(tally: Tally) -> Tally:
+    """The tally with its tasks in id order: a run's results are reported in (task, trial) order,
+    whatever order the episodes finished in."""
+    return Tally(dict(tally.counts), tally.errors_by_kind, tally.judge_errors, tally.usage,
+                 dict(sorted(tally.tasks.items())))
+
+
+def episode_row(r: EpisodeResult) -> dict[str, Any]:
+    """One episode in the JSON report."""
+    return {
+        "task_id": r.task_id, "trial": r.trial, "seed": r.seed, "status": r.status,
+        "error_kind": r.error_kind, "error": r.error, "duration_s": round(r.duration_s, 4),
+        "steps": len(r.trajectory.steps) if r.trajectory else 0,
+        "verdicts": [to_builtins(v) for v in r.verdicts], "scores": r.scores,
+        **({"judge_error": r.judge_error} if r.judge_error else {}),
+    }
+
+
+class EpisodeRows(Sequence[dict[str, Any]]):
+    """The report's per-episode rows, made from the results each time they are read (not kept)."""
+
+    def __init__(self, results: Sequence[EpisodeResult]) -> None:
+        self._results = results
+
+    def __len__(self) -> int:
+        return len(self._results)
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return (episode_row(r) for r in self._results)
+
+    @overload
+    def __getitem__(self, index: int) -> dict[str, Any]: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[dict[str, Any]]: ...
+
+    def __getitem__(self, index: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
+        if isinstance(index, slice):
+            return [episode_row(r) for r in self._results[index]]
+        return episode_row(self._results[index])
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (list, tuple, EpisodeRows)):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def iter_json(value: Any, indent: int = 2, level: int = 0) -> Iterator[str]:
+    """``json.dumps(value, indent=...)`` in pieces, streaming :class:`EpisodeRows` one row at a
+    time (secrets masked piece by piece: each piece is a whole JSON value or punctuation)."""
+    pad, inner = " " * (indent * level), " " * (indent * (level + 1))
+    if isinstance(value, dict) and _has_rows(value):
+        yield "{"
+        for i, (key, item) in enumerate(value.items()):
+            yield ("," if i else "") + "\n" + inner + json.dumps(str(key)) + ": "
+            yield from iter_json(item, indent, level + 1)
+        yield "\n" + pad + "}"
+    elif isinstance(value, EpisodeRows):
+        yield "["
+        for i, row in enumerate(value):
+            yield ("," if i else "") + "\n" + inner + redact_text(json.dumps(row, default=str))
+        yield ("\n" + pad if len(value) else "") + "]"
+    else:
+        text = json.dumps(value, indent=indent, default=str)
+        yield redact_text(text.replace("\n", "\n" + pad) if level else text)
+
+
+def _has_rows(value: dict[str, Any]) -> bool:
+    return any(isinstance(v, EpisodeRows) or (isinstance(v, dict) and _has_rows(v)) for v in value.values())
+
+
+def write_json(data: dict[str, Any], path: str) -> None:
+    """Write a report (``-``: stdout) without building it in memory as one string."""
+    import sys
+    from pathlib import Path
+
+    if path == "-":
+        for piece in iter_json(data):
+            sys.stdout.write(piece)
+        sys.stdout.write("\n")
+        sys.stdout.flush()
+        return
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with target.open("w", encoding="utf-8") as out:
+        for piece in iter_json(data):
+            out.write(piece)
+        out.write("\n")
 
 
 def render_summary(summary: dict[str, Any]) -> Any:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import sys
 import time
 from pathlib import Path
@@ -13,7 +12,7 @@ import click
 
 from ..engine import RunInfo, RunReport, execute
 from ..records import EpisodeResult
-from ..report import render_summary, summarize, summary_lines
+from ..report import render_summary, summarize, summary_lines, write_json
 from ..spec import Pack, RunSpec
 
 
@@ -139,14 +138,7 @@ def report(run: RunReport, *, json_path: str | None, quiet: bool) -> dict[str, A
     if run.info.run_dir is not None:
         summary["run_dir"] = str(run.info.run_dir)
     if json_path:
-        from ..secrets import redact_text
-
-        text = redact_text(json.dumps(summary, indent=2, default=str))
-        if json_path == "-":
-            click.echo(text)
-        else:
-            Path(json_path).parent.mkdir(parents=True, exist_ok=True)
-            Path(json_path).write_text(text + "\n", encoding="utf-8")
+        write_json(summary, json_path)
     if not quiet and json_path != "-":
         from rich.console import Console
 

@@ -6,7 +6,6 @@ Exit status: 0 ok, 1 below ``--min-pass-rate``, 2 bad input, 3 stopped early (bu
 
 from __future__ import annotations
 
-import json
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -240,12 +239,9 @@ def _run_one(policy: Any, options: dict[str, Any], run_dir: Path | None, quiet: 
 
 
 def _write_json(path: str, data: dict[str, Any]) -> None:
-    text = json.dumps(data, indent=2, default=str)
-    if path == "-":
-        click.echo(text)
-        return
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    Path(path).write_text(text + "\n", encoding="utf-8")
+    from ..report import write_json
+
+    write_json(data, path)
 
 
 @click.command()

@@ -102,11 +102,12 @@ def run_status(run_dir: Path) -> dict[str, Any]:
     """What ``agentsynth status`` shows, as data."""
     from ..engine import session_state
     from ..report import summarize_results
+    from ..results import ResultSet
 
     store = _open(run_dir)
     try:
         meta = store.meta()
-        results = list(store.results())
+        results = ResultSet.of_store(store)
         state, last = session_state(store)
         sessions = sum(1 for _, kind, _ in store.events() if kind == "run_started")
     finally:
