@@ -8,9 +8,25 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import socket
 import sys
+import threading
+import time
 from pathlib import Path
+
+
+def _die_with_parent() -> None:
+    """Exit when the agentsynth process that started this one is gone (killed, crashed): the
+    server runs in a session of its own, so nothing else would stop it."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(0)
+
+    threading.Thread(target=watch, daemon=True, name="agentsynth-rest-parent-watch").start()
 
 
 def main() -> int:
@@ -21,6 +37,7 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--args", default="{}", help="the world's app_args, as JSON")
     args = parser.parse_args()
+    _die_with_parent()
     import uvicorn
 
     from agentsynth_kernel.importing import import_object

@@ -20,6 +20,7 @@ pack's ``files:``) where the app keeps its state, e.g. a SQLite file that backen
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import inspect
 import json
@@ -192,6 +193,7 @@ class Subprocess:
                                                              "VIRTUAL_ENV", "TMPDIR")}
         self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      env=env, start_new_session=True, cwd=str(world))
+        _children.add(self)  # killed at exit if no close did (an episode cancelled mid-reset)
         self.port = self._handshake(start_seconds)
 
     def _handshake(self, seconds: float) -> int:
@@ -223,10 +225,20 @@ class Subprocess:
 
     def kill(self) -> None:
         self._terminate()
+        _children.discard(self)
         for stream in (self.proc.stdout, self.proc.stderr):
             if stream is not None:
                 with contextlib.suppress(Exception):
                     stream.close()
+
+
+_children: set[Subprocess] = set()
+
+
+@atexit.register
+def _kill_children() -> None:
+    for child in list(_children):
+        child.kill()
 
 
 def start_hint(lines: list[str]) -> str:

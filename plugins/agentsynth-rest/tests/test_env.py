@@ -188,3 +188,32 @@ def test_a_bad_world_spec_is_a_path_qualified_error(tmp_path, environment, messa
     text = "\n".join(info.value.messages)
     assert message in text, text
     assert str(tmp_path / "pack.yaml") in str(info.value)
+
+
+def test_a_subprocess_app_dies_with_the_agentsynth_process_that_started_it(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    code = ("import sys, time; from pathlib import Path; from agentsynth_rest import server\n"
+            f"s = server.Subprocess('hostile.py:create_app', Path({str(WORLD)!r}), Path({str(tmp_path)!r}), 0, 30)\n"
+            "print(s.proc.pid, flush=True); time.sleep(120)")
+    parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)
+    assert parent.stdout is not None
+    child = int(parent.stdout.readline())
+    os.kill(parent.pid, signal.SIGKILL)  # no close, no atexit: the parent is just gone
+    parent.wait()
+
+    def alive(pid: int) -> bool:
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                return "\nState:\tZ" not in f.read()
+        except FileNotFoundError:
+            return False
+
+    deadline = time.monotonic() + 10
+    while alive(child) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not alive(child)
