@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from .convert import CATEGORIES
+from .convert import CATEGORIES, GROUPS
 
 
 @click.group()
@@ -17,7 +17,7 @@ def bfcl() -> None:
 @bfcl.command("status")
 def status() -> None:
     """Where BFCL's data is read from, and the packs it gives (use them as --pack bfcl:CATEGORY)."""
-    from .convert import DATA_ENV, cached_packs, data_dir, data_version, load_items
+    from .convert import DATA_ENV, cached_packs, data_dir, data_version, describe, task_count
 
     directory = data_dir()
     if directory is None:
@@ -29,12 +29,11 @@ def status() -> None:
                                    "possible_answer/); unset ${DATA_ENV} to read the installed bfcl-eval's")
     click.echo(f"data: {directory} ({data_version(directory)})")
     for name, path in packs.items():
-        count = len(load_items(name, directory))
-        click.echo(f"bfcl:{name}  {count} tasks  {CATEGORIES[name].description}\n    {path}")
+        click.echo(f"bfcl:{name}  {task_count(path)} tasks  {describe(name)}\n    {path}")
 
 
 @bfcl.command("import")
-@click.argument("category", type=click.Choice(list(CATEGORIES)))
+@click.argument("category", type=click.Choice([*CATEGORIES, *GROUPS]))
 @click.option("-o", "--out", "out", type=click.Path(path_type=Path, file_okay=False), required=True,
               help="The pack directory to write (must not exist, or be empty).")
 @click.option("--data", "data", type=click.Path(path_type=Path, file_okay=False, exists=True),
@@ -42,7 +41,8 @@ def status() -> None:
 @click.option("--limit", type=click.IntRange(min=1), help="Only the first N items.")
 @click.option("--ids", help="Only these item ids (comma-separated).")
 def import_category(category: str, out: Path, data: Path | None, limit: int | None, ids: str | None) -> None:
-    """Write BFCL CATEGORY as a pack directory (pack.yaml, functions.jsonl, oracle.py)."""
+    """Write BFCL CATEGORY (or the group non-live / live, one tier per category) as a pack
+    directory (pack.yaml, functions.jsonl, oracle.py)."""
     from .convert import skipped_items, write_pack
 
     chosen = [i.strip() for i in ids.split(",") if i.strip()] if ids else None

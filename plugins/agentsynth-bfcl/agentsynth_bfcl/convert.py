@@ -30,7 +30,7 @@ from .matcher import ground_truth_calls, match
 
 DATA_ENV = "AGENTSYNTH_BFCL_DATA"
 CACHE_ENV = "AGENTSYNTH_BFCL_CACHE"
-FORMAT = "2"  # bump when the written packs change shape: cached packs are rebuilt
+FORMAT = "3"  # bump when the written packs change shape: cached packs are rebuilt
 
 
 @attrs.frozen
@@ -173,60 +173,112 @@ def load_items(category: str, directory: Path, *, limit: int | None = None,
     return items
 
 
+GROUPS: dict[str, tuple[str, ...]] = {
+    "non-live": ("simple", "multiple", "parallel", "parallel-multiple", "irrelevance"),
+    "live": ("live-simple", "live-multiple", "live-parallel", "live-parallel-multiple", "live-irrelevance",
+             "live-relevance"),
+}
+GROUP_DESCRIPTIONS = {
+    "non-live": "BFCL's non-live AST categories in one pack, each a tier (simple, multiple, parallel, "
+                "parallel-multiple, irrelevance)",
+    "live": "BFCL's live (user-contributed) categories in one pack, each a tier",
+}
+
+
+def _selected(category: str, directory: Path, limit: int | None,
+              ids: Iterable[str] | None) -> list[tuple[str, dict[str, Any]]]:
+    """(member category, item) for a category or a group: ``limit`` per category, ``ids`` across them."""
+    members = GROUPS.get(category, (category,))
+    if category not in GROUPS and category not in CATEGORIES:
+        raise AgentsynthError(f"unknown BFCL category {category!r}; expected one of "
+                              f"{', '.join([*CATEGORIES, *GROUPS])}")
+    wanted = list(ids) if ids is not None else None
+    if len(members) == 1:
+        return [(category, item) for item in load_items(category, directory, limit=limit, ids=wanted)]
+    present = [m for m in members if (directory / f"BFCL_v4_{CATEGORIES[m].stem}.json").is_file()]
+    if not present:
+        raise AgentsynthError(f"{directory}: none of the data files of BFCL {category!r} "
+                              f"({', '.join(members)}) is here")
+    chosen = [(m, item) for m in present for item in load_items(m, directory, limit=limit)]
+    if wanted is not None:
+        known = {item["id"] for _, item in chosen}
+        missing = [i for i in wanted if i not in known]
+        if missing:
+            raise AgentsynthError(f"{directory}: no item {missing[0]!r} in BFCL {category!r}")
+        chosen = [(m, item) for m, item in chosen if item["id"] in set(wanted)]
+    return chosen
+
+
 def write_pack(category: str, out: Path, directory: Path | None = None, *, limit: int | None = None,
                ids: Iterable[str] | None = None) -> Path:
-    """Write the pack of one BFCL category into ``out`` (created; must be empty if it exists)."""
+    """Write the pack of one BFCL category, or of a group of them (``non-live``, ``live``: one tier
+    per category), into ``out`` (created; must be empty if it exists)."""
     directory = directory or data_dir()
     if directory is None:
         raise AgentsynthError("BFCL data not found: install it with `pip install --no-deps bfcl-eval` "
                               f"or point ${DATA_ENV} at a BFCL data directory")
-    cat = CATEGORIES.get(category)
-    if cat is None:
-        raise AgentsynthError(f"unknown BFCL category {category!r}; expected one of {', '.join(CATEGORIES)}")
-    items = load_items(category, directory, limit=limit, ids=ids)
-    if not items:
+    chosen = _selected(category, directory, limit, ids)
+    if not chosen:
         raise AgentsynthError(f"BFCL category {category!r}: no items selected")
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise AgentsynthError(f"{out}: already exists and is not empty")
-    out.mkdir(parents=True, exist_ok=True)
-    tasks, skipped = [], []
-    for item in items:
+    tasks, skipped, kept = [], [], []
+    for member, item in chosen:
+        cat = CATEGORIES[member]
         if cat.kind == "calls":
             problem = _unsatisfiable(item)
             if problem:  # BFCL's own checker fails its own ground truth here: no agent could pass
                 skipped.append({"id": item["id"], "why": problem})
                 continue
-        checker: dict[str, Any] = {"type": "bfcl_ast", "kind": cat.kind, "category": category}
+        checker: dict[str, Any] = {"type": "bfcl_ast", "kind": cat.kind, "category": member}
         if cat.kind == "calls":
             checker["answers"] = item["answers"]
         tasks.append({
-            "id": item["id"], "instruction": item["instruction"], "split": "test", "tier": category,
+            "id": item["id"], "instruction": item["instruction"], "split": "test", "tier": member,
             "environment": {"item": item["id"]}, "checkers": [checker],
             "max_steps": max(len(item["answers"]), 1) + 4,
             "metadata": {"bfcl_id": item["id"], "category": cat.stem},
         })
+        kept.append(item)
     if not tasks:
-        shutil.rmtree(out, ignore_errors=True)
         raise AgentsynthError(f"BFCL category {category!r}: every selected item has an unsatisfiable ground truth "
                               f"(e.g. {skipped[0]['id']}: {skipped[0]['why']})")
+    single = CATEGORIES.get(category)
+    what = single.description if single is not None else GROUP_DESCRIPTIONS[category]
     pack = {
         "id": f"bfcl-{category}",
         "version": "1",
-        "description": f"BFCL {category}: {cat.description}. {len(tasks)} items from {data_version(directory)}.",
+        "description": f"BFCL {category}: {what}. {len(tasks)} items from {data_version(directory)}.",
         "environment": {"type": "bfcl"},
         "oracle": "oracle.py",
-        "metadata": {"source": data_version(directory), "category": cat.stem, "kind": cat.kind,
+        "metadata": {"source": data_version(directory), "categories": sorted({m for m, _ in chosen}),
                      "license": "Apache-2.0 (BFCL data)", "skipped": skipped},
         "tasks": tasks,
     }
+    out.mkdir(parents=True, exist_ok=True)
     # JSON is YAML: the loader reads it with the C parser, fast even for a thousand tasks
     (out / "pack.yaml").write_text("# Generated by agentsynth-bfcl from BFCL's data files; do not edit.\n"
                                    + json.dumps(pack, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     with (out / "functions.jsonl").open("w", encoding="utf-8") as handle:
-        for item in items:
+        for item in kept:
             handle.write(json.dumps({"id": item["id"], "function": item["function"]}, ensure_ascii=False) + "\n")
     (out / "oracle.py").write_text(ORACLE, encoding="utf-8")
     return out
+
+
+def describe(name: str) -> str:
+    """What a category or group tests, in a few words."""
+    return CATEGORIES[name].description if name in CATEGORIES else GROUP_DESCRIPTIONS[name]
+
+
+def _pack_data(pack_dir: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((pack_dir / "pack.yaml").read_text(encoding="utf-8").split("\n", 1)[1])
+    return data
+
+
+def task_count(pack_dir: Path) -> int:
+    """The number of tasks of a generated pack."""
+    return len(_pack_data(pack_dir)["tasks"])
 
 
 def _unsatisfiable(item: dict[str, Any]) -> str:
@@ -238,8 +290,7 @@ def _unsatisfiable(item: dict[str, Any]) -> str:
 
 def skipped_items(pack_dir: Path) -> list[dict[str, str]]:
     """The items a generated pack left out (their ground truth is unsatisfiable), from its pack.yaml."""
-    data = json.loads((pack_dir / "pack.yaml").read_text(encoding="utf-8").split("\n", 1)[1])
-    return list(data.get("metadata", {}).get("skipped", []))
+    return list(_pack_data(pack_dir).get("metadata", {}).get("skipped", []))
 
 
 # --- the packs `register_packs` offers: built once per data version into a cache --------------------
@@ -274,9 +325,10 @@ def cached_packs(directory: Path | None = None) -> dict[str, Path]:
         return {}
     root = cache_root() / _stamp(directory)
     out: dict[str, Path] = {}
-    for name, cat in CATEGORIES.items():
-        if not (directory / f"BFCL_v4_{cat.stem}.json").is_file():
-            continue
+    for name in [*CATEGORIES, *GROUPS]:
+        members = GROUPS.get(name, (name,))
+        if not all((directory / f"BFCL_v4_{CATEGORIES[m].stem}.json").is_file() for m in members):
+            continue  # a group only when all its categories are there
         target = root / name
         if not (target / "pack.yaml").is_file():
             root.mkdir(parents=True, exist_ok=True)

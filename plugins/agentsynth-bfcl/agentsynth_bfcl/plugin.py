@@ -32,7 +32,7 @@ def register_packs(register: Any) -> None:
     """One pack per BFCL category whose data is installed (``pip install --no-deps bfcl-eval``),
     built once per data version into ``~/.cache/agentsynth/bfcl``. Without the data: none, quietly
     (``agentsynth bfcl status`` says why)."""
-    from .convert import CATEGORIES, cached_packs
+    from .convert import cached_packs, describe
 
     try:
         packs = cached_packs()
@@ -40,7 +40,7 @@ def register_packs(register: Any) -> None:
         log.warning("agentsynth-bfcl: cannot build the BFCL packs: %s", exc)
         return
     for name, path in packs.items():
-        register(f"bfcl:{name}", path, description=f"BFCL {name}: {CATEGORIES[name].description}")
+        register(f"bfcl:{name}", path, description=f"BFCL {name}: {describe(name)}")
 
 
 @hookimpl

@@ -145,3 +145,18 @@ def test_bfcl_status_names_the_data_and_the_packs(tmp_path):
                           "bfcl", "status"], cwd=tmp_path, capture_output=True, text=True, timeout=120,
                          env={**os.environ, "AGENTSYNTH_BFCL_DATA": str(empty)})
     assert run.returncode == 1 and "no BFCL data files here" in run.stderr and "Traceback" not in run.stderr
+
+
+def test_the_non_live_group_is_one_pack_with_a_tier_per_category(tmp_path):
+    out = tmp_path / "r.json"
+    assert invoke("bench", "--pack", "bfcl:non-live", "--policy", "noop", "--json", str(out), "-q").exit_code == 0
+    report = json.loads(out.read_text())
+    tiers = {t["tier"]: t for t in report["tiers"]} if isinstance(report["tiers"], list) else report["tiers"]
+    assert set(tiers) >= {"simple", "multiple", "parallel", "parallel-multiple", "irrelevance"}
+    # no call is right only where nothing fits: noop passes the irrelevance tier and nothing else
+    passed = {r["task_id"] for r in report["results"] if r["status"] == "passed"}
+    assert passed == {t.id for t in load_pack("bfcl:non-live").tasks if t.tier == "irrelevance"} and passed
+    assert "bfcl:live" not in get_host().names("pack")  # the subset lacks live-multiple: no partial group
+    out2 = tmp_path / "o.json"
+    assert invoke("bench", "--pack", "bfcl:non-live", "--policy", "oracle", "--json", str(out2), "-q").exit_code == 0
+    assert json.loads(out2.read_text())["pass_rate"]["rate"] == 1.0
