@@ -29,6 +29,7 @@ from .schema_sampler import absorb, sample_arguments
 MODES = ("single_agent", "back", "multi_agent", "code_execution")
 FINAL_ANSWER = "final_answer"
 MAX_CALLS_PER_TURN = 16  # a model that answers with hundreds of parallel calls does not get them executed
+MAX_ARGUMENT_BYTES = 256_000  # nor a call whose arguments are megabytes (the kernel's episode bound)
 
 
 @attrs.define
@@ -134,6 +135,9 @@ async def tool_loop(draft: Draft, llm: Caller, backend: Any, messages: list[dict
                 arguments = parse_arguments(c.arguments, call_id=call_id, name=c.name)
             except InvalidToolCall as exc:
                 arguments, problem = {"_raw": str(c.arguments)[:2000]}, f"bad_json: {exc}"
+            if not problem and len(c.arguments or "") > MAX_ARGUMENT_BYTES:
+                arguments, problem = {"_raw": str(c.arguments)[:200]}, \
+                    f"arguments_too_large: {len(c.arguments):,} bytes of arguments (at most {MAX_ARGUMENT_BYTES:,})"
             if not problem and c.name not in by_name:
                 problem = f"unknown_tool: {c.name!r} (catalog: {', '.join(sorted(by_name))})"
             if not problem:

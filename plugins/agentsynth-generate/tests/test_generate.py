@@ -94,6 +94,14 @@ def test_a_flood_of_parallel_calls_is_not_executed(model: Any) -> None:
     assert m.calls.get("simulator", 0) == 0
 
 
+def test_megabytes_of_arguments_are_not_executed(model: Any) -> None:
+    m, server = model
+    m.agent = lambda r: tool_calls(("get_weather", {"city": "x" * 400_000}))
+    records, report = generate_records(base(server, tools=WEATHER_TOOLS, query=["Weather?"]))
+    assert report["stages"]["format"]["rejected"] == {"arguments_too_large": 1}
+    assert m.calls.get("simulator", 0) == 0
+
+
 def test_semantic_stage(model: Any) -> None:
     m, server = model
     m.semantic = lambda r: reply('{"satisfied": false, "reason": "the answer ignores the hotel"}')
