@@ -138,6 +138,8 @@ def print_summary(s: dict[str, Any]) -> None:
 @click.option("--budget-usd", type=click.FloatRange(min=0), help="Hard cap on LLM spend.")
 @click.option("--budget-tokens", type=click.IntRange(min=0), help="Hard cap on LLM tokens.")
 @click.option("--no-cache", is_flag=True, help="Do not use the LLM response cache.")
+@click.option("--concurrency", type=click.IntRange(1, 1024), default=1, show_default=True,
+              help="Items in flight; records are still written in item order, identical to a sequential run.")
 @click.option("--json", "json_path", metavar="PATH", help="Write the report as JSON ('-' for stdout).")
 @click.option("--quiet", is_flag=True, help="No progress lines and no summary.")
 @click.pass_context
@@ -147,8 +149,8 @@ def generate_command(ctx: click.Context, queries_: tuple[str, ...], queries: Pat
                      api_key_env: str | None, temperature: float, max_turns: int, judge: str | None,
                      judge_param: tuple[str, ...], judge_threshold: float, no_semantic: bool,
                      python_param: tuple[str, ...], out: Path | None, rejected: Path | None, per_role: bool,
-                     budget_usd: float | None, budget_tokens: int | None, no_cache: bool, json_path: str | None,
-                     quiet: bool) -> None:
+                     budget_usd: float | None, budget_tokens: int | None, no_cache: bool, concurrency: int,
+                     json_path: str | None, quiet: bool) -> None:
     """Generate verified training trajectories (OpenAI/TRL chat messages with tool calls).
 
     From queries (-q, --queries), taxonomy samples (--sample, --domain) or a pack's tasks, with tools from
@@ -167,7 +169,7 @@ def generate_command(ctx: click.Context, queries_: tuple[str, ...], queries: Pat
         "judge_threshold": judge_threshold, "semantic": not no_semantic, "per_role": per_role,
         "python_env": dict(_param(p, "--python-param") for p in python_param),
         "out": str(out) if out else None, "rejected": str(rejected) if rejected else None,
-        "budget_usd": budget_usd, "budget_tokens": budget_tokens, "cache": not no_cache,
+        "budget_usd": budget_usd, "budget_tokens": budget_tokens, "cache": not no_cache, "concurrency": concurrency,
     }
     if judge:
         params["judge"] = {"type": judge, **dict(_param(p, "--judge-param") for p in judge_param)}

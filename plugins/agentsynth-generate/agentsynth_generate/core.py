@@ -8,6 +8,7 @@ inputs and seed give byte-identical output with a deterministic model.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import random
 from collections.abc import Callable
@@ -63,6 +64,7 @@ class GenerateConfig:
     budget_tokens: int | None = None
     timeout: float = 120.0
     max_retries: int = 4
+    concurrency: int = 1  # items in flight; output order and content do not depend on it
 
 
 @attrs.define
@@ -222,8 +224,8 @@ class Generation:
         tools = self.inputs.tools or self.inputs.domain_tools.get(scenario.domain) or []
         return SimulatedTools(tools, llm), None
 
-    async def run_item(self, item: Item) -> tuple[str, dict[str, Any]]:
-        """('accepted' | 'rejected' | 'incomplete', record)."""
+    async def run_item(self, item: Item) -> tuple[str, dict[str, Any], list[tuple[str, str | None]]]:
+        """('accepted' | 'rejected' | 'incomplete', record, [(stage, rejection reason or None)])."""
         from agentsynth_kernel.llm import LLMError
 
         llm = self.base.for_item(item.seed)
@@ -239,10 +241,11 @@ class Generation:
             finally:
                 await backend.close()
             stages: dict[str, Any] = {}
+            events: list[tuple[str, str | None]] = []
             trajectory = to_trajectory(draft, item.id, backend.specs, backend.initial)
-            rejection = self._stage("format", check_format(draft), stages)
+            rejection = self._stage("format", check_format(draft), stages, events)
             if rejection is None:
-                rejection = self._stage("execution", check_execution(draft), stages)
+                rejection = self._stage("execution", check_execution(draft), stages, events)
             if rejection is None:
                 if self.judge is not None:
                     found, info = await semantic_by_judge(self.judge, trajectory, self.config.judge_threshold)
@@ -250,19 +253,17 @@ class Generation:
                     found, info = await semantic_by_llm(draft, llm)
                 else:
                     found, info = None, {"skipped": True}
-                rejection = self._stage("semantic", found, stages, info)
+                rejection = self._stage("semantic", found, stages, events, info)
             if rejection is None:
-                rejection = await self._world(item, task, trajectory, stages)
+                rejection = await self._world(item, task, trajectory, stages, events)
         except BudgetExceeded:
             raise
         except LLMError as exc:
-            return "incomplete", {**record, "error": f"LLM request failed: {exc}"}
+            return "incomplete", {**record, "error": f"LLM request failed: {exc}", "_requests": llm.by_purpose}, []
         except AgentsynthError as exc:
-            return "incomplete", {**record, "error": f"{type(exc).__name__}: {exc}"}
+            return "incomplete", {**record, "error": f"{type(exc).__name__}: {exc}", "_requests": llm.by_purpose}, []
         except Exception as exc:  # noqa: BLE001 - a world or plugin that breaks fails this item only
-            return "incomplete", {**record, "error": f"{type(exc).__name__}: {exc}"}
-        finally:
-            self._count_requests(llm)
+            return "incomplete", {**record, "error": f"{type(exc).__name__}: {exc}", "_requests": llm.by_purpose}, []
         messages, agents = render_messages(draft, backend.initial)
         record.update({"query": draft.query, "messages": messages, "tools": [t.to_openai() for t in backend.specs],
                        "verification": stages, "llm_requests": llm.requests})
@@ -275,24 +276,22 @@ class Generation:
         record["provenance"] = {"generator": "agentsynth-generate", "version": PLUGIN_VERSION,
                                 "kernel": _kernel_version(), "pack": getattr(self.inputs.pack, "id", None),
                                 "pack_hash": getattr(self.inputs.pack, "content_hash", None) or None}
+        record["_requests"] = llm.by_purpose
         if rejection is not None:
             record["rejected"] = rejection.to_dict()
-            return "rejected", record
-        return "accepted", record
+            return "rejected", record, events
+        return "accepted", record, events
 
-    def _stage(self, stage: str, rejection: Rejection | None, stages: dict[str, Any],
+    @staticmethod
+    def _stage(stage: str, rejection: Rejection | None, stages: dict[str, Any], events: list[tuple[str, str | None]],
                info: dict[str, Any] | None = None) -> Rejection | None:
-        count = self.report.stages[stage]
-        count.entered += 1
-        if rejection is None:
-            count.passed += 1
-            stages[stage] = info if info else "pass"
-        else:
-            count.rejected[rejection.reason] = count.rejected.get(rejection.reason, 0) + 1
-            stages[stage] = {"rejected": rejection.reason, **(info or {})}
+        """Note a stage's outcome on the record; the report counts it when the record is written."""
+        events.append((stage, None if rejection is None else rejection.reason))
+        stages[stage] = (info if info else "pass") if rejection is None else {"rejected": rejection.reason, **(info or {})}
         return rejection
 
-    async def _world(self, item: Item, task: Any, trajectory: Any, stages: dict[str, Any]) -> Rejection | None:
+    async def _world(self, item: Item, task: Any, trajectory: Any, stages: dict[str, Any],
+                     events: list[tuple[str, str | None]]) -> Rejection | None:
         """A pack's task: replay the calls in a fresh world and let the task's checkers decide."""
         if task is None or self.inputs.pack is None:
             stages["world"] = "not_checked" if self.inputs.pack is None or item.mode == "code_execution" \
@@ -309,11 +308,11 @@ class Generation:
         if replay.status != "passed":
             why = replay.error or "; ".join(f"{v.checker}: {v.detail}" for v in replay.verdicts if not v.passed)
             rejection = Rejection("world", "checker_failed" if not replay.error else "replay_error", why[:500])
-        return self._stage("world", rejection, stages, info)
+        return self._stage("world", rejection, stages, events, info)
 
-    def _count_requests(self, llm: Caller) -> None:
-        self.report.llm_requests += llm.requests
-        for purpose, n in llm.by_purpose.items():
+    def _count_requests(self, by_purpose: dict[str, int]) -> None:
+        self.report.llm_requests += sum(by_purpose.values())
+        for purpose, n in by_purpose.items():
             self.report.requests_by_purpose[purpose] = self.report.requests_by_purpose.get(purpose, 0) + n
 
     # --- the run ----------------------------------------------------------------------------------
@@ -329,36 +328,69 @@ class Generation:
         fp.flush()
 
     async def run(self) -> Report:
+        """Items run ``concurrency`` at a time; records are written in item order whatever order they finish in."""
         if self.problems:
             raise SpecError("generate", self.problems)
         self.report = Report()
         items = plan_items(self.inputs.scenarios, self.config)
         self.report.planned = len(items)
-        try:
-            for item in items:
+        done: dict[int, tuple[str, dict[str, Any], list[tuple[str, str | None]]]] = {}
+        position = 0
+        stop = asyncio.Event()
+        queue = iter(items)
+
+        def flush(everything: bool = False) -> None:
+            nonlocal position
+            while position in done:
+                self._record(items[position], *done.pop(position))
+                position += 1
+            if everything:
+                for index in sorted(done):
+                    self._record(items[index], *done.pop(index))
+
+        async def worker() -> None:
+            for item in queue:  # one iterator shared by the workers: each item is taken once
+                if stop.is_set():
+                    return
                 try:
-                    outcome, record = await self.run_item(item)
+                    done[item.index] = await self.run_item(item)
                 except BudgetExceeded as exc:
-                    self.report.stopped = f"budget: {exc}"
-                    break
-                if outcome == "accepted":
-                    self.report.accepted += 1
-                    self.report.records.append(_summary(record))
-                    self._write(self.out, record)
-                    if self.sink is not None:
-                        self.sink(record)
-                elif outcome == "rejected":
-                    self.report.rejected += 1
-                    self._write(self.rejected_out, record)
-                else:
-                    self.report.incomplete += 1
-                    self.report.errors.append(f"{item.id}: {record['error']}")
-                if self.on_progress is not None:
-                    self.on_progress(_progress_line(item, len(items), outcome, record))
+                    self.report.stopped = self.report.stopped or f"budget: {exc}"
+                    stop.set()
+                    return
+                flush()
+
+        try:
+            await asyncio.gather(*(worker() for _ in range(max(1, self.config.concurrency))))
         finally:
+            flush(everything=True)
             if self.own_client:
                 await self.client.aclose()
         return self.report
+
+    def _record(self, item: Item, outcome: str, record: dict[str, Any], stages: list[tuple[str, str | None]]) -> None:
+        for stage, reason in stages:
+            count = self.report.stages[stage]
+            count.entered += 1
+            if reason is None:
+                count.passed += 1
+            else:
+                count.rejected[reason] = count.rejected.get(reason, 0) + 1
+        self._count_requests(record.pop("_requests", {}))
+        if outcome == "accepted":
+            self.report.accepted += 1
+            self.report.records.append(_summary(record))
+            self._write(self.out, record)
+            if self.sink is not None:
+                self.sink(record)
+        elif outcome == "rejected":
+            self.report.rejected += 1
+            self._write(self.rejected_out, record)
+        else:
+            self.report.incomplete += 1
+            self.report.errors.append(f"{item.id}: {record['error']}")
+        if self.on_progress is not None:
+            self.on_progress(_progress_line(item, self.report.planned, outcome, record))
 
 
 def _summary(record: dict[str, Any]) -> dict[str, Any]:

@@ -48,6 +48,7 @@ class GenerateSpec:
     budget_tokens: int | None = None
     cache: bool = True
     timeout: float = 120.0
+    concurrency: int = 1
 
 
 def problems_of(spec: GenerateSpec) -> list[str]:
@@ -55,6 +56,8 @@ def problems_of(spec: GenerateSpec) -> list[str]:
     problems = []
     if not 1 <= spec.n <= 100_000:
         problems.append(f"n: expected an integer >= 1 and <= 100,000, got {spec.n}")
+    if not 1 <= spec.concurrency <= 1024:
+        problems.append(f"concurrency: expected an integer >= 1 and <= 1024, got {spec.concurrency}")
     if not 1 <= spec.max_turns <= 100:
         problems.append(f"max_turns: expected an integer >= 1 and <= 100, got {spec.max_turns}")
     if spec.sample is not None and not 1 <= spec.sample <= 100_000:
@@ -171,4 +174,5 @@ def config_of(spec: GenerateSpec, host: Any, *, seed: int = 0) -> GenerateConfig
         seed=spec.seed if spec.seed is not None else seed, modes=modes_of(spec, host), vary_modes=spec.vary_modes,
         temperature=spec.temperature, max_tokens=spec.max_tokens, max_turns=spec.max_turns, semantic=spec.semantic,
         judge=judge, judge_threshold=spec.judge_threshold, per_role=spec.per_role, python_env=dict(spec.python_env),
-        cache=spec.cache, budget_usd=spec.budget_usd, budget_tokens=spec.budget_tokens, timeout=spec.timeout)
+        cache=spec.cache, budget_usd=spec.budget_usd, budget_tokens=spec.budget_tokens, timeout=spec.timeout,
+        concurrency=spec.concurrency)

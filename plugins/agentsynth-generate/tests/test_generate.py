@@ -206,3 +206,16 @@ def test_json_answers_are_asked_for_with_a_schema(model: Any) -> None:
     semantic = next(v for k, v in by_role.items() if k.startswith("You check training data"))
     assert semantic["json_schema"]["schema"]["properties"]["satisfied"] == {"type": "boolean"}
     assert next(v for k, v in by_role.items() if k.startswith("You simulate")) == {"type": "json_object"}
+
+
+def test_concurrency_does_not_change_the_output(model: Any) -> None:
+    m, server = model
+    server.latency = 0.01
+    m.agent = lambda r: (tool_calls(("nope", {})) if "Oslo" in r["messages"][1]["content"] else m.default_agent(r))
+    params = base(server, tools=WEATHER_TOOLS, query=["Weather in Lisbon?", "Weather in Oslo?", "Weather in Rome?"],
+                  n=3, mode=["single_agent", "back"], seed=4)
+    one, report_one = generate_records(params)
+    many, report_many = generate_records({**params, "concurrency": 6})
+    assert json.dumps(one, sort_keys=True) == json.dumps(many, sort_keys=True)
+    assert report_one["stages"] == report_many["stages"] and report_one["llm_requests"] == report_many["llm_requests"]
+    assert report_many["stages"]["format"]["rejected"] == {"unknown_tool": 3}
