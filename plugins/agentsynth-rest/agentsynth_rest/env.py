@@ -211,8 +211,6 @@ class RestEnvironment:
             assert s.base_url is not None
             self.base_url = s.base_url.rstrip("/")
         self.client = self._client()
-        if s.reset is not None:
-            await self._reset_hook(s.reset, seed)
         self.doc, ops = await self._document()
         self.ops = {op.tool: op for op in ops}
         for auth in s.auth:  # now that the document is known, a scheme names its header
@@ -220,8 +218,9 @@ class RestEnvironment:
                 header, prefix = security_header(self.doc, auth.scheme, s.openapi or "the app's document")
                 value = os.environ[auth.env]
                 self.auth_headers[header] = (auth.prefix if auth.prefix is not None else prefix) + value
-        if self.client is not None:
-            self.client.headers.update(self.auth_headers)
+        self.client.headers.update(self.auth_headers)
+        if s.reset is not None:  # with every credential: a reset endpoint is an operator's
+            await self._reset_hook(s.reset, seed)
         info = self.doc.get("info") or {}
         title = str(info.get("title") or "an HTTP API")
         lines = [f"{title}: {len(self.ops)} operation(s) as tools."]

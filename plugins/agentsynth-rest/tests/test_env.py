@@ -89,9 +89,10 @@ async def test_an_external_world_is_reset_by_its_hook_before_every_episode(exter
 async def test_credentials_come_from_the_environment_and_never_show(external, monkeypatch):
     monkeypatch.setenv("HOSTILE_KEY", SECRET)
     monkeypatch.setenv("HOSTILE_TOKEN", "tok-" + SECRET)
-    env = rest_env(base_url=external.url, openapi="hostile.yaml",
+    env = rest_env(base_url=external.url, openapi="hostile.yaml", reset={"path": "/reset"},
                    auth=[{"env": "HOSTILE_KEY", "scheme": "key"}, {"env": "HOSTILE_TOKEN", "scheme": "bearer"}])
     await env.reset(0)
+    assert json.loads((external.world / "reset.json").read_text())["x-api-key"] == SECRET  # the hook had them too
     assert "Authorization" not in json.dumps([t.parameters for t in env.tools()])
     obs = await env.step(ToolCall("echo", {"X-Trace": "abc", "q": "hi", "n": [1, 2], "body": {"note": SECRET}}))
     assert not obs.error

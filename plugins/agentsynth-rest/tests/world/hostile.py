@@ -77,6 +77,7 @@ def create_app(world: Path, seed: int = 0) -> Any:
             save()
             await _json(send, 201, {"value": state["counter"]})
         elif path == "/reset" and method == "POST":
+            (world / "reset.json").write_text(json.dumps(headers))
             state["counter"] = json.loads(body or b"{}").get("start", 0)
             save()
             await _json(send, 200, {"value": state["counter"]})
