@@ -10,6 +10,7 @@ import re
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -49,14 +50,22 @@ def agentsynth(*args: str, cwd: Path | None = None) -> subprocess.CompletedProce
     before = os.getcwd()
     code: Any = 0
     os.environ["AGENTSYNTH_LLM_CACHE"] = "off"
+
+    def target() -> None:
+        nonlocal code
+        try:
+            main(list(args))
+        except SystemExit as exc:
+            code = exc.code
+
     try:
         if cwd is not None:
             os.chdir(cwd)
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            try:
-                main(list(args))
-            except SystemExit as exc:
-                code = exc.code
+            # on a thread of its own: a test holding a (sync) Playwright page has an event loop running
+            worker = threading.Thread(target=target)
+            worker.start()
+            worker.join()
     finally:
         os.chdir(before)
     code = 0 if code is None else code if isinstance(code, int) else 1
@@ -124,7 +133,8 @@ class Server:
 def start_server(*args: str) -> Server:
     proc = subprocess.Popen([sys.executable, "-m", "agentsynth_kernel", "serve", *args, "--port", "0"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "AGENTSYNTH_LLM_CACHE": "off"})
+                            # a dummy key for the scripted LLM server on 127.0.0.1 (tests/test_llm.py)
+                            env={**os.environ, "AGENTSYNTH_LLM_CACHE": "off", "HOSTED_VLLM_API_KEY": "sk-test"})
     assert proc.stdout is not None
     line = proc.stdout.readline()
     match = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
