@@ -16,8 +16,8 @@ __version__ = "0.1.0"
 # public name -> module that defines it
 _EXPORTS: dict[str, str] = {
     **dict.fromkeys(
-        ("Checker", "Environment", "EpisodeState", "Exporter", "Generator", "Importer", "Judge", "JudgeResult",
-         "Policy", "Turn", "runs_inline"),
+        ("Checker", "Domain", "Environment", "EpisodeState", "Executor", "Exporter", "Generator", "Importer",
+         "Judge", "JudgeResult", "Policy", "Turn", "runs_inline"),
         "components",
     ),
     **dict.fromkeys(("AgentsynthError", "BudgetExceeded", "PluginError", "SpecError"), "errors"),
@@ -49,8 +49,10 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:
     from .components import (
         Checker,
+        Domain,
         Environment,
         EpisodeState,
+        Executor,
         Exporter,
         Generator,
         Importer,

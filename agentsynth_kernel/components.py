@@ -168,6 +168,37 @@ class Generator(Protocol):
 
 
 @runtime_checkable
+class Domain(Protocol):
+    """A text-only task family for the challenger loop (no world to act in): documents to ground
+    questions in, or problems with a checkable answer.
+
+    The loop asks the domain for grounding ``items()`` (each a dict: a document chunk, a seed
+    problem ...), turns one into a challenger prompt (``generation_prompt``), checks what the
+    challenger wrote (``validate`` returns problems, empty when fine), poses it to solvers
+    (``solver_prompt``, never saying who is weak or strong), audits its quality
+    (``audit_prompt``) and scores each attempt (``judge_prompt``; or ``verify`` when the answer is
+    checkable: True / False, None for "cannot tell, ask the judge"). ``acceptance`` names the
+    default acceptance mode (``rubric``, ``verifiable`` or ``judge``).
+    """
+
+    acceptance: str
+
+    def items(self) -> Iterable[dict[str, Any]]: ...
+
+    def generation_prompt(self, item: dict[str, Any], feedback: str = "") -> str: ...
+
+    def validate(self, candidate: dict[str, Any]) -> list[str]: ...
+
+    def solver_prompt(self, candidate: dict[str, Any]) -> str: ...
+
+    def audit_prompt(self, candidate: dict[str, Any]) -> str: ...
+
+    def judge_prompt(self, candidate: dict[str, Any], response: str) -> str: ...
+
+    def verify(self, candidate: dict[str, Any], response: str) -> bool | None: ...
+
+
+@runtime_checkable
 class Exporter(Protocol):
     """Streams episode results to a sink in constant memory; returns the number written."""
 

@@ -152,6 +152,19 @@ def register_importers(register: Any) -> None:
 
 
 @hookspec
+def register_domains(register: Any) -> None:
+    """Register :class:`~agentsynth_kernel.components.Domain` factories: text-only task families
+    (QA from documents, math word problems ...) for generators that need no world.
+
+    Example::
+
+        @hookimpl
+        def register_domains(register):
+            register("math", MathDomain, description="Word problems with exact-fraction answers")
+    """
+
+
+@hookspec
 def register_executors(register: Any) -> None:
     """Register :class:`~agentsynth_kernel.components.Executor` factories: where episodes run.
 

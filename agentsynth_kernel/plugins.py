@@ -46,6 +46,7 @@ KINDS: dict[str, str] = {
     "exporter": "register_exporters",
     "importer": "register_importers",
     "executor": "register_executors",
+    "domain": "register_domains",
     "pack": "register_packs",
 }
 OBSERVER_HOOKS = ("run_started", "episode_finished", "run_finished")

@@ -86,6 +86,14 @@ class Everything:
         register("hk_importer", object)
 
     @hookimpl
+    def register_domains(self, register):
+        register("hk_domain", object)
+
+    @hookimpl
+    def register_executors(self, register):
+        register("hk_executor", object)
+
+    @hookimpl
     def register_packs(self, register):
         register("hk_pack", Path("somewhere"))
 
@@ -134,7 +142,8 @@ class HalfJudge:
 def test_every_capability_hook_registers_its_kind(host):
     info = host.add_plugin(Everything(), "everything")
     assert info.errors == []
-    for kind in ("environment", "checker", "policy", "judge", "generator", "exporter", "importer", "pack"):
+    for kind in ("environment", "checker", "policy", "judge", "generator", "exporter", "importer", "domain",
+                 "executor", "pack"):
         assert host.get(kind, f"hk_{kind}").plugin == "everything"
     assert host.get("environment", "hk_environment").description == "env"
 
