@@ -852,7 +852,9 @@ def load_run_spec(path: str | Path, *, host: PluginHost | None = None, overrides
 def resolve_pack(spec: RunSpec, *, base_dir: Path, source: str, host: PluginHost) -> Pack:
     """The pack a run spec selects, with every component name checked."""
     problems: list[str] = []
-    if (spec.pack is None) == (spec.tasks is None):
+    # a generation spec may need no pack at all (a text domain's challenger loop): an empty one
+    packless = spec.generate is not None and spec.pack is None and spec.tasks is None
+    if (spec.pack is None) == (spec.tasks is None) and not packless:
         raise SpecError(source, ["pack: give either 'pack:' (a name or path) or inline 'tasks:', not both or neither"])
     if spec.pack is not None:
         ref: str | Path = spec.pack
@@ -870,7 +872,8 @@ def resolve_pack(spec: RunSpec, *, base_dir: Path, source: str, host: PluginHost
         object.__setattr__(pack, "base_dir", base_dir.resolve())
         object.__setattr__(pack, "source", source)
         object.__setattr__(pack, "content_hash", content_hash(Path(source)))
-        problems += check_pack(pack, host)
+        if not packless:
+            problems += check_pack(pack, host)
     problems += check_component("policy", spec.policy, "policy", host, base_dir)
     if spec.judge is not None:
         problems += check_component("judge", spec.judge, "judge", host, base_dir)

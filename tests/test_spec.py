@@ -242,3 +242,18 @@ def test_frozen_component_specs_are_structured_once_mutable_ones_every_time(host
     assert seen[0] is seen[1] and seen[0] == Frozen(3)
     assert seen[2] is not seen[3] and seen[2] == seen[3] == Mutable(3)
     assert build("environment", ComponentSpec("frozen_env", {"size": 4}), host=host) and seen[-1] == Frozen(4)
+
+
+def test_a_generation_spec_needs_no_pack(host, write):
+    path = write("gen.yaml", "generate: {type: hk_nothing}\n")
+    with pytest.raises(SpecError) as info:
+        load_run_spec(path, host=host)
+    assert "generate.type: unknown generator 'hk_nothing'" in str(info.value)
+    assert "pack:" not in str(info.value)
+
+
+def test_a_run_spec_still_needs_a_pack_or_tasks(host, write):
+    path = write("run.yaml", "policy: noop\n")
+    with pytest.raises(SpecError) as info:
+        load_run_spec(path, host=host)
+    assert "pack: give either 'pack:'" in str(info.value)
