@@ -172,9 +172,12 @@ class RestEnvironment:
             raise InvalidValue("app_args: arguments of an app factory; this world has no 'app'")
         if s.reset is not None and s.app is not None:
             raise InvalidValue("reset: an app world is built fresh per episode; 'reset' is for base_url worlds")
+        from agentsynth_kernel.secrets import is_secret_key
+
         for name in s.headers:
-            if name.lower() in FORBIDDEN_HEADERS or _UNSAFE_HEADER.search(name + s.headers[name]):
-                raise InvalidValue(f"headers.{name}: not a header a world may set (credentials go in 'auth:')")
+            if name.lower() in FORBIDDEN_HEADERS or is_secret_key(name) or _UNSAFE_HEADER.search(name + s.headers[name]):
+                raise InvalidValue(f"headers.{name}: not a header a world may set (credentials go in 'auth:', "
+                                   "read from an environment variable)")
         self.factory: Any = None
         if s.app is not None:
             from agentsynth_kernel.importing import import_object
