@@ -24,7 +24,7 @@ import msgspec
 
 from agentsynth_kernel import EpisodeResult
 
-from .model import check_run_dirs, compare, digest_run_dir
+from .model import check_run_dirs, compare_if_paired, digest_run_dir
 
 CHUNK = 100
 
@@ -118,7 +118,7 @@ def build_report(run_dirs: Sequence[Path], output: Path, *, title: str = "",
         page_title = title or _title(digests)
         bundle = {
             "title": page_title, "runs": digests, "chunk": CHUNK,
-            "compare": compare(digests[0], digests[1]) if len(digests) == 2 else None,
+            "compare": compare_if_paired(digests),
             "generated_at": time.time(),
         }
         app, uplot = asset("app.js"), asset("vendor/uPlot.iife.min.js")

@@ -236,6 +236,14 @@ def digest_run_dir(run_dir: Path, *, label: str = "",
 # --- comparing runs ---------------------------------------------------------------------------------
 
 
+def compare_if_paired(digests: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The comparison of two runs that share tasks (two runs of different packs are not paired)."""
+    if len(digests) != 2:
+        return None
+    result = compare(digests[0], digests[1])
+    return result if result["common_tasks"] else None
+
+
 def compare(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     """Paired comparison of two digests over the tasks both ran: sign test on per-task pass@1 and
     the tasks whose pass rate changed (fixed / improved / regressed / broken)."""

@@ -36,7 +36,7 @@ from agentsynth_kernel.records import to_builtins
 from agentsynth_kernel.store import STORE_FILE
 
 from .html import asset, script_json
-from .model import compare, digest_store, find_run_dirs, leaderboard, open_store
+from .model import compare_if_paired, digest_store, find_run_dirs, leaderboard, open_store
 from .playground import Playground, pack_list
 
 STATIC = {
@@ -252,7 +252,7 @@ def create_app(roots: Sequence[Path], *, public: bool = False, playground_delay:
         if not digests:
             return None, "no run given (runs=KEY,KEY)"
         return {"title": " vs ".join(d["label"] for d in digests), "runs": digests,
-                "compare": compare(digests[0], digests[1]) if len(digests) == 2 else None}, ""
+                "compare": compare_if_paired(digests)}, ""
 
     async def api_report(request: Request) -> Response:
         keys = [k for k in request.query_params.get("runs", "").split(",") if k][:8]

@@ -52,8 +52,9 @@ def test_report_in_chromium_charts_grid_viewer(runs_root: Path, tmp_path: Path, 
     out = tmp_path / "report.html"
     assert agentsynth("report", str(runs_root / "synthetic"), str(runs_root / "oracle"), "-o", str(out)).returncode == 0
     p = _open(page, out)
-    for section in ("summary", "curves", "tiers", "attribution", "cost", "judge", "flaky", "tasks", "episodes", "compare"):
+    for section in ("summary", "curves", "tiers", "attribution", "cost", "judge", "flaky", "tasks", "episodes"):
         assert p.locator(f"#{section}").count() == 1, section
+    assert p.locator("#compare").count() == 0  # runs of two packs share no task: nothing to pair
     # every chart drew points: decay curves, one per tier (4 synthetic + 5 of core), cost-accuracy, judge
     charts = p.locator(".chart")
     assert p.locator("#tiers .chart").count() == 9
