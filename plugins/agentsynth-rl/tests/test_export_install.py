@@ -4,8 +4,9 @@ pack's plugin and agentsynth-rl, from this checkout) and driven by the real libr
 - verifiers: ``vf-eval`` evaluates the exported environment against the kernel's ScriptedLLMServer
   (a real OpenAI-compatible HTTP server); the rewards verifiers records equal the kernel's verdicts
   of the same tool calls replayed in fresh worlds, with the same observations.
-- OpenEnv: the exported package's own ``server`` script serves the pack; OpenEnv's client (and the
-  package's typed client) play episodes whose rewards equal the kernel's gym verdicts.
+- OpenEnv: the exported package's own ``server`` script serves the pack (exported from a path, so
+  the package carries it); OpenEnv's client (and the package's typed client) play episodes whose
+  rewards equal the kernel's gym verdicts.
 
 Minutes of installs and subprocesses (uv resolves verifiers and openenv-core from the package index):
 marked ``export`` and run by ``nox -s rl-train`` (which has the core pack's agentsynth-sql).
@@ -169,7 +170,11 @@ def test_openenv_export_serves_the_pack_to_openenvs_client(core, host, tmp_path_
 
     work = tmp_path_factory.mktemp("oe")
     started = time.perf_counter()
-    done = export_pack("core", "openenv", work / "export", host=host)
+    # the pack from a path this time (the verifiers test names the registered one): it travels in the package
+    shutil.copytree(core.base_dir, work / "shop", ignore=shutil.ignore_patterns("__pycache__"))
+    done = export_pack(work / "shop", "openenv", work / "export", host=host)
+    assert "agentsynth-sql>=" in " ".join(done.requires) and (work / "export" / "pack" / "pack.yaml").is_file()
+    shutil.rmtree(work / "shop")  # the installed package must not need the original
     python = fresh_venv(work / "venv", *LOCAL, str(work / "export"))
     installed = time.perf_counter()
     port = _free_port()
