@@ -89,6 +89,7 @@ class RayExecutor:
         self.ledger: Any = None
         self.open: dict[int, tuple[str, Any]] = {}  # reservation id -> (worker, driver Reservation)
         self.lost_workers = 0
+        self._replacing = 0  # replacement workers starting (an episode waits for them)
         self._context: dict[str, Any] = {}
 
     # --- start-up ------------------------------------------------------------------------------
@@ -211,8 +212,11 @@ class RayExecutor:
         async with self._free:
             while True:
                 live = [w for w in self.pool if not w.dead]
+                if not live and not self._replacing:
+                    raise WorkerLost("no live ray worker left (replacements could not start)")
                 if not live:
-                    raise WorkerLost("no live ray worker left")
+                    await self._free.wait()
+                    continue
                 best = min(live, key=lambda w: w.load)
                 if best.load < self.per_worker:
                     best.load += 1
@@ -235,9 +239,13 @@ class RayExecutor:
             if owner == worker.name:  # it may have sent the request: charge the worst case
                 del self.open[rid]
                 self.ledger.settle(res, res.tokens, None)
-        fresh = self._spawn()
-        problem = await self._ready(fresh)
         assert self._free is not None
+        self._replacing += 1
+        try:
+            fresh = self._spawn()
+            problem = await self._ready(fresh)
+        finally:
+            self._replacing -= 1
         async with self._free:
             self.pool = [w for w in self.pool if w is not worker]
             if problem:

@@ -36,18 +36,24 @@ def _run(trials: int, executor: dict | None, concurrency: int) -> dict:
     if executor is not None:
         spec = attrs.evolve(spec, executor=ComponentSpec("ray", executor))
     pack = resolve_pack(spec, base_dir=Path.cwd(), source="bench", host=get_host())
+    stamps: list[float] = []
     cpu, wall = time.process_time(), time.perf_counter()
-    report = asyncio.run(execute(spec, pack))
-    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    report = asyncio.run(execute(spec, pack, on_result=lambda info, result, done: stamps.append(time.perf_counter())))
+    end = time.perf_counter()
+    wall, cpu = end - wall, time.process_time() - cpu
     n = len(report.results)
     passed = sum(r.passed for r in report.results)
+    first = stamps[0] - (end - wall) if stamps else wall
+    # steady state: from the first result to the last, i.e. without the workers' start-up
+    steady = (len(stamps) - 1) / (stamps[-1] - stamps[0]) if len(stamps) > 1 and stamps[-1] > stamps[0] else 0.0
     return {"episodes": n, "passed": passed, "wall_s": round(wall, 3), "episodes_per_s": round(n / wall, 2),
+            "first_result_s": round(first, 3), "steady_episodes_per_s": round(steady, 2),
             "driver_cpu_ms_per_episode": round(1000 * cpu / n, 3)}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--trials", type=int, default=10, help="trials per task (core has 22 tasks)")
+    parser.add_argument("--trials", type=int, default=20, help="trials per task (core has 22 tasks)")
     parser.add_argument("--per-worker", type=int, default=4, help="episodes in flight per Ray worker")
     parser.add_argument("--out", type=Path, default=HERE / "results.json")
     args = parser.parse_args()
@@ -82,7 +88,11 @@ def main() -> None:
         "local": local, "ray_1_worker": one, "ray_2_workers": two,
         "ratios_to_local": {"ray_1_worker": round(one["episodes_per_s"] / local["episodes_per_s"], 3),
                             "ray_2_workers": round(two["episodes_per_s"] / local["episodes_per_s"], 3)},
+        "steady_ratios_to_local": {
+            "ray_1_worker": round(one["steady_episodes_per_s"] / local["steady_episodes_per_s"], 3),
+            "ray_2_workers": round(two["steady_episodes_per_s"] / local["steady_episodes_per_s"], 3)},
         "scaling_2_over_1": round(two["episodes_per_s"] / one["episodes_per_s"], 3),
+        "steady_scaling_2_over_1": round(two["steady_episodes_per_s"] / one["steady_episodes_per_s"], 3),
     }
     args.out.write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result, indent=2))

@@ -64,7 +64,9 @@ def _dying_policy(tmp_path: Path, task: str) -> str:
 
 def test_a_worker_that_dies_has_its_episode_played_again_on_a_fresh_worker(ray_cluster, tmp_path):
     spec, pack = _core("callable", function=_dying_policy(tmp_path, "count-pending-orders"))
-    report = asyncio.run(execute(attrs.evolve(spec, executor=_ray(retries=1)), pack, run_dir=tmp_path / "run"))
+    # one worker, two episodes in flight on it: both are lost with it, both wait for its replacement
+    report = asyncio.run(execute(attrs.evolve(spec, executor=_ray(retries=1, workers=1)), pack,
+                                 run_dir=tmp_path / "run"))
     assert (tmp_path / "died").exists()  # the worker really died
     assert len(report.results) == len(pack.tasks)
     assert not any(r.error_kind == "environment" for r in report.results), \
