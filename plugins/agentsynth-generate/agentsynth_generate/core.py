@@ -30,6 +30,7 @@ from .records import per_role, render_messages
 from .verify import (
     STAGES,
     Rejection,
+    check_content,
     check_execution,
     check_format,
     semantic_by_judge,
@@ -247,7 +248,10 @@ class Generation:
             if rejection is None:
                 rejection = self._stage("execution", check_execution(draft), stages, events)
             if rejection is None:
-                if self.judge is not None:
+                content = check_content(draft)
+                if content is not None:
+                    found, info = content, {}
+                elif self.judge is not None:
                     found, info = await semantic_by_judge(self.judge, trajectory, self.config.judge_threshold)
                 elif self.config.semantic:
                     found, info = await semantic_by_llm(draft, llm)

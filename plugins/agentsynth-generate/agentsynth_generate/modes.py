@@ -260,6 +260,9 @@ async def back(query: str, llm: Caller, backend: Any, *, max_turns: int, rng: ra
         absorb(pool, arguments)
         if not obs.error:
             absorb(pool, obs.content)
+    if any(s.observation is not None and s.observation.error for s in draft.steps):
+        draft.metadata["chain_failed"] = True  # nothing to translate: the execution stage rejects it, no request spent
+        return draft
     chain = [{"tool": s.action.name, "arguments": s.action.arguments,
               "result": (s.observation.content if s.observation else "")[:1500]}
              for s in draft.steps if isinstance(s.action, ToolCall)]

@@ -7,7 +7,8 @@ Each stage sees only what the previous ones accepted; a rejected item keeps the 
   returned no query, are format problems too).
 - **execution**: no call returned an error, and no loop of empty results or of the same call repeated
   with the same result.
-- **semantic**: a judge decides whether the calls and results satisfy the query: a registered judge
+- **semantic**: cheap content checks first (an answer that loops; a back-translated request that is too
+  short or names none of the calls' argument values), then a judge decides whether the calls and results satisfy the query: a registered judge
   built by name through the kernel registry (``--judge heuristic``, ``--judge llm``), else a short
   rubric prompt to the generating model.
 - **world**: when the scenario is a pack's task, the trajectory is replayed in a fresh world and the
@@ -46,6 +47,8 @@ def check_format(draft: Draft) -> Rejection | None:
     if draft.format_problems:
         first = re.sub(r"^turn \d+: ", "", draft.format_problems[0])
         return Rejection("format", first.split(":", 1)[0].strip() or "format", "; ".join(draft.format_problems)[:1000])
+    if draft.metadata.get("chain_failed"):
+        return None  # a back-translation chain whose call failed: the execution stage says why
     if draft.final_answer is None:
         return Rejection("format", "no_final_answer", "the trajectory ends without an answer")
     if not draft.final_answer.strip():
@@ -54,7 +57,55 @@ def check_format(draft: Draft) -> Rejection | None:
         return Rejection("format", "no_query", "no user query")
     if not any(isinstance(s.action, ToolCall) for s in draft.steps):
         return Rejection("format", "no_tool_call", "the answer uses no tool (this is tool-use data)")
+
     return None
+
+
+def _values(value: Any) -> list[str]:
+    if isinstance(value, dict):
+        return [v for item in value.values() for v in _values(item)]
+    if isinstance(value, list):
+        return [v for item in value for v in _values(item)]
+    if isinstance(value, bool) or value is None:
+        return []
+    return [str(value)]
+
+
+def check_content(draft: Draft) -> Rejection | None:
+    """Cheap checks of what the model wrote, before any judge: a looping answer; for back-translation, a
+    request that reads like one and names what the calls use."""
+    if draft.mode == "back":
+        found = check_back_query(draft)
+        if found is not None:
+            return found
+    if degenerate(draft.final_answer):
+        return Rejection("semantic", "degenerate_answer", "the final answer repeats itself (a phrase 3 times or more)")
+    return None
+
+
+def check_back_query(draft: Draft) -> Rejection | None:
+    """A back-translated request must read like one and name what the calls use (a small model's
+    'get_weather' or a query that ignores the chain's arguments teaches nothing)."""
+    words = re.findall(r"\w+", draft.query)
+    if len(words) < 4:
+        return Rejection("semantic", "query_too_short", f"the written request has {len(words)} words: {draft.query[:100]!r}")
+    values = [v for s in draft.steps if isinstance(s.action, ToolCall) for v in _values(s.action.arguments)]
+    values = [v for v in values if len(v) >= 2]
+    if values and not any(v.lower() in draft.query.lower() for v in values):
+        return Rejection("semantic", "query_not_grounded",
+                         f"the written request mentions none of the calls' argument values ({', '.join(values[:5])})")
+    return None
+
+
+def degenerate(text: str | None, n: int = 4, times: int = 3) -> bool:
+    words = re.findall(r"\w+", (text or "").lower())
+    counts: dict[tuple[str, ...], int] = {}
+    for i in range(len(words) - n + 1):
+        gram = tuple(words[i:i + n])
+        counts[gram] = counts.get(gram, 0) + 1
+        if counts[gram] >= times:
+            return True
+    return False
 
 
 def check_execution(draft: Draft) -> Rejection | None:

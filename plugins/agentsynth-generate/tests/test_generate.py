@@ -219,3 +219,22 @@ def test_concurrency_does_not_change_the_output(model: Any) -> None:
     assert json.dumps(one, sort_keys=True) == json.dumps(many, sort_keys=True)
     assert report_one["stages"] == report_many["stages"] and report_one["llm_requests"] == report_many["llm_requests"]
     assert report_many["stages"]["format"]["rejected"] == {"unknown_tool": 3}
+
+
+def test_back_translations_a_small_model_gets_wrong_are_rejected(model: Any) -> None:
+    """What SmolLM2-135M wrote in a real run: the tool's name as the request, a request that ignores
+    the chain's arguments, and an answer that loops."""
+    m, server = model
+    cases = {"query_too_short": {"query": "get_weather", "answer": "It is sunny."},
+             "query_not_grounded": {"query": "Please tell me about money in the city of money", "answer": "Sunny."},
+             "degenerate_answer": {"query": "What is the weather in {city} this week?",
+                                   "answer": "I hope that you enjoy everything, and I hope that you enjoy everything. "
+                                             "I hope that you enjoy everything."}}
+    for reason, value in cases.items():
+        def back(request: dict[str, Any], value: dict[str, str] = value) -> Any:
+            chain = json.loads(request["messages"][1]["content"].split("\nThe request should")[0])
+            city = chain[0]["arguments"].get("city", "")
+            return reply(json.dumps({k: v.replace("{city}", city) for k, v in value.items()}))
+        m.back = back
+        records, report = generate_records(base(server, tools=WEATHER_TOOLS, mode=["back"]))
+        assert report["stages"]["semantic"]["rejected"] == {reason: 1}, (reason, report["stages"])

@@ -3,11 +3,13 @@ replayed in another fresh world and its checkers decide; an agent that only clai
 
 from __future__ import annotations
 
+import json
 import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import agentsynth
 
 from agentsynth_generate import generate_records
 from agentsynth_kernel.testing import reply, tool_calls
@@ -108,13 +110,18 @@ def test_world_from_an_environment_spec(model: Any, tmp_path: Path) -> None:
     assert "42" in records[0]["messages"][3]["content"]
 
 
-def test_back_translation_on_a_world_executes_the_chain(model: Any, notes_pack: Path) -> None:
+def test_back_translation_on_a_world_executes_the_chain(model: Any, notes_pack: Path, tmp_path: Path) -> None:
     m, server = model
-    records, report = generate_records(base(server, pack=str(notes_pack), mode=["back"], query=["x"], n=4))
-    # arguments sampled from sql's schema are not valid SQL: the real world says so, and the stage reports it
-    assert report["stages"]["execution"]["rejected"].get("tool_error", 0) + report["accepted"] == 4
-    for record in records:
-        assert record["grounding"] == "world"
+    rejected = tmp_path / "rejected.jsonl"
+    proc = agentsynth("generate", "--pack", str(notes_pack), "-m", "back", "-n", "3", "--model", "openai/scripted",
+                      "--api-base", server.base_url, "--no-cache", "--rejected", str(rejected), "--json", "-", "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    # the sampler's SQL names a table this world does not have: the real database says so, and the stage reports it
+    assert report["stages"]["execution"]["rejected"] == {"tool_error": 3}
+    rows = [json.loads(x) for x in rejected.read_text().splitlines()]
+    assert all("no such table: orders" in r["rejected"]["detail"] and r["grounding"] == "world" for r in rows)
+    assert m.calls.get("simulator", 0) == 0
 
 
 def test_unknown_world_type_is_a_clear_error(model: Any, tmp_path: Path) -> None:
