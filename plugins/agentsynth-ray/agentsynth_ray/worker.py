@@ -17,6 +17,7 @@ from agentsynth_kernel.llm import BudgetLedger, BudgetUnenforceable, Reservation
 from agentsynth_kernel.records import to_json
 
 LLM_SERVICE = "llm"  # agentsynth_kernel.llm.SERVICE_KEY: where client_for keeps the run's client
+LEDGER_SERVICE = "llm.ledger"  # the ledger every LLM client of the run must charge (the driver's, remote)
 
 
 class RemoteLedger(BudgetLedger):
@@ -53,16 +54,14 @@ class RemoteLedger(BudgetLedger):
 
 
 class _Services(dict):  # type: ignore[type-arg]
-    """The worker's ``run.services``: the LLM client the kernel creates there on first use
-    (``client_for(run)``) gets a :class:`RemoteLedger` instead of a budget of its own."""
-
-    def __init__(self, make_ledger: Any) -> None:
-        super().__init__()
-        self.make_ledger = make_ledger
+    """The worker's ``run.services``. The run's one ledger is offered under ``llm.ledger``, where the
+    kernel's ``client_for`` looks for it; until every kernel does, the LLM client it creates on first
+    use (``services["llm"] = ...``) is also handed that ledger here."""
 
     def __setitem__(self, key: str, value: Any) -> None:
-        if key == LLM_SERVICE and hasattr(value, "ledger") and self.make_ledger is not None:
-            value.ledger = self.make_ledger()
+        shared = self.get(LEDGER_SERVICE)
+        if key == LLM_SERVICE and shared is not None and hasattr(value, "ledger"):
+            value.ledger = shared
         super().__setitem__(key, value)
 
 
@@ -106,12 +105,13 @@ class EpisodeWorker:
             self.tasks = {t.id: t for t in self.pack.tasks}
             budget = spec.budget
             limited = budget.usd is not None or budget.tokens is not None
-            make = (lambda: RemoteLedger(broker, name, budget.usd, budget.tokens)) if limited and broker else None
             run_dir = context["run_dir"]
             self.run = RunInfo(context["run_id"], spec, self.pack,
                                Path(run_dir) if run_dir and Path(run_dir).is_dir() else None,
                                total=context["total"], run_hash=context["run_hash"], spent=Usage())
-            self.run.services = _Services(make)
+            self.run.services = _Services()
+            if limited and broker is not None:
+                self.run.services[LEDGER_SERVICE] = RemoteLedger(broker, name, budget.usd, budget.tokens)
         except Exception as exc:
             self.problem = f"{type(exc).__name__}: {exc}"
 
