@@ -1,0 +1,1 @@
+"""agentsynth-domains: text-only domains and the autosynth challenger loop (see README.md)."""
