@@ -273,9 +273,25 @@ class RayExecutor:
                     pending.add(task)
                     task.add_done_callback(pending.discard)
                 else:
-                    entry = self.open.pop(msg["id"], None)
-                    if entry is not None:
-                        self.ledger.settle(entry[1], msg["tokens"], msg["usd"])
+                    self._settle(msg)
+
+    def _settle(self, msg: dict[str, Any]) -> None:
+        entry = self.open.pop(msg["id"], None)
+        if entry is not None:
+            self.ledger.settle(entry[1], msg["tokens"], msg["usd"])
+
+    async def _drain_settlements(self) -> None:
+        """The last settlements of the run (workers flush them before returning a result)."""
+        for _ in range(1000):
+            try:
+                messages = await asyncio.wait_for(_awaitable(self.broker.pull.remote(0.0)), timeout=10)
+            except Exception:
+                return
+            if not messages:
+                return
+            for msg in messages:
+                if msg["op"] == "settle":
+                    self._settle(msg)
 
     async def _reserve(self, msg: dict[str, Any]) -> None:
         from agentsynth_kernel.llm import BudgetUnenforceable
@@ -309,6 +325,8 @@ class RayExecutor:
                 await self._pump
             except (asyncio.CancelledError, Exception):
                 pass
+        if self.broker is not None:
+            await self._drain_settlements()
         closing = [w.handle.aclose.remote() for w in self.pool if not w.dead]
         for ref in closing:
             try:

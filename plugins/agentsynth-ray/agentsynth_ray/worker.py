@@ -28,6 +28,7 @@ class RemoteLedger(BudgetLedger):
     def __init__(self, broker: Any, worker: str, usd: float | None, tokens: int | None) -> None:
         super().__init__(usd, tokens)
         self.broker, self.worker = broker, worker
+        self.unsent: list[Any] = []  # settlements on their way to the broker (awaited after each episode)
 
     async def reserve(self, prompt_tokens: int, max_completion: int, price: tuple[float, float] | None,
                       min_completion: int = 32, model: str = "") -> Reservation:
@@ -46,8 +47,15 @@ class RemoteLedger(BudgetLedger):
             super().settle(res, tokens, usd)
             return
         self.in_flight -= 1
-        # fire and forget: the driver charges it; a worker that dies first is charged the reservation
-        self.broker.settle.remote(res.journal_entry, tokens, usd)
+        # sent now, awaited before the episode's result leaves (settle is sync); a worker that dies
+        # first is charged the reservation
+        self.unsent.append(self.broker.settle.remote(res.journal_entry, tokens, usd))
+
+    async def flush(self) -> None:
+        """Every settlement made so far is in the broker's inbox (before the driver closes the run)."""
+        unsent, self.unsent = self.unsent, []
+        if unsent:
+            await asyncio.gather(*unsent)
 
     def charge(self, tokens: int = 0, usd: float = 0.0) -> None:
         """Earlier sessions' spend is charged once, on the driver's ledger, not per worker."""
@@ -126,6 +134,9 @@ class EpisodeWorker:
             raise AgentsynthError(self.problem)
         result: EpisodeResult = await run_episode(self.host, self.pack, self.tasks[task_id], trial, seed,
                                                   self.config, self.run)
+        ledger = self.run.services.get(LEDGER_SERVICE)
+        if isinstance(ledger, RemoteLedger):
+            await ledger.flush()
         return to_json(result)
 
     async def aclose(self) -> None:
@@ -174,10 +185,13 @@ class BudgetBroker:
 
     async def pull(self, wait: float) -> list[dict[str, Any]]:
         """Everything queued; waits up to ``wait`` seconds for the first message."""
-        try:
-            first = await asyncio.wait_for(self.inbox.get(), timeout=wait)
-        except TimeoutError:
-            return []
+        if self.inbox.empty():
+            try:
+                first = await asyncio.wait_for(self.inbox.get(), timeout=wait)
+            except TimeoutError:
+                return []
+        else:
+            first = self.inbox.get_nowait()
         out = [first]
         while not self.inbox.empty():
             out.append(self.inbox.get_nowait())

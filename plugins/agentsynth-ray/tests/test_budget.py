@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 from agentsynth_kernel import get_host
 from agentsynth_kernel.engine import execute
@@ -44,5 +45,68 @@ def test_a_usd_budget_holds_across_two_workers(ray_cluster, tmp_path):
         assert pico <= round(CAP * 10**12)
         spent = sum((r.usage.cost_usd or 0.0) for r in report.results)
         assert spent <= CAP + 1e-12
+    finally:
+        server.stop()
+
+
+def _busy_worker_pids() -> list[int]:
+    """PIDs of this cluster's worker actors playing an episode now (Ray titles them so)."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            title = (proc / "cmdline").read_bytes().split(b"\0")[0].decode()
+        except OSError:
+            continue
+        if title.startswith("ray::EpisodeWorker.run_episode"):
+            pids.append(int(proc.name))
+    return pids
+
+
+def test_a_worker_killed_with_requests_in_flight_is_charged_their_worst_case(ray_cluster, tmp_path):
+    import os
+    import signal
+    import sqlite3
+    import threading
+    import time
+
+    from agentsynth_kernel.store import STORE_FILE
+
+    slow = threading.Event()
+    slow.set()
+    server = ScriptedLLMServer(handler=lambda body: reply("done", usage=USAGE, delay=4.0 if slow.is_set() else 0.0))
+    server.start()
+    try:
+        policy = ComponentSpec("llm", {"model": "openai/scripted-model", "api_base": server.base_url,
+                                       "max_tokens": 100, "cache": False, "max_turns": 1, "max_retries": 0,
+                                       "prices": {"openai/scripted-model": list(PRICES)}})
+        spec = RunSpec(policy=policy, pack="core", trials=1, seed=1, budget=Budget(usd=1.0),
+                       only=["lookup-customer-email", "count-pending-orders", "lowest-stock-east", "order-total"],
+                       executor=ComponentSpec("ray", {"workers": 2, "per_worker": 2, "retries": 1}))
+        pack = resolve_pack(spec, base_dir=tmp_path, source="test", host=get_host())
+        done: list = []
+        runner = threading.Thread(target=lambda: done.append(asyncio.run(execute(spec, pack, run_dir=tmp_path / "r"))))
+        runner.start()
+        deadline = time.monotonic() + 120
+        while server.count < 4 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert server.count == 4  # two requests in flight on each worker
+        busy = _busy_worker_pids()
+        assert busy, "no busy worker actor found"
+        slow.clear()  # from now on the server answers at once (the retried episodes)
+        os.kill(busy[0], signal.SIGKILL)
+        runner.join(timeout=120)
+        assert done, "the run did not finish"
+        report = done[0]
+        assert len(report.results) == 4 and not any(r.error_kind == "environment" for r in report.results)
+        db = sqlite3.connect(tmp_path / "r" / STORE_FILE)
+        rows = [t for (t,) in db.execute("SELECT tokens FROM spend WHERE settled = 1")]
+        unsettled = db.execute("SELECT count(*) FROM spend WHERE settled = 0").fetchone()[0]
+        db.close()
+        actual = sum(USAGE)
+        assert unsettled == 0 and len(rows) == 6, rows  # 4 first requests + 2 replays of the lost episodes
+        worst = [t for t in rows if t != actual]
+        assert len(worst) == 2 and all(t > actual for t in worst), rows  # the dead worker's two, at worst case
     finally:
         server.stop()
