@@ -80,15 +80,19 @@ class PackToolset(Toolset[SharedToolsetConfig, PackState]):
         server.list_tools = self._with_state(self.list_tools)
         server.call_tool = self._with_state(self.call_tool)
 
+    _client: Any = None
+
     async def _post(self, what: str, body: dict[str, Any]) -> dict[str, Any]:
         import httpx
 
         state = self.state
         if not state.session:
             raise ValueError("no agentsynth world for this call (the rollout's state names no session)")
-        async with httpx.AsyncClient(timeout=state.timeout + 30) as client:
-            response = await client.post(f"{state.resources_url}/sessions/{state.session}/{what}", json=body,
-                                         headers={"Authorization": f"Bearer {state.token}"})
+        if self._client is None:  # one keep-alive connection pool for the server's life (its one loop)
+            self._client = httpx.AsyncClient(timeout=None)
+        response = await self._client.post(f"{state.resources_url}/sessions/{state.session}/{what}", json=body,
+                                           headers={"Authorization": f"Bearer {state.token}"},
+                                           timeout=state.timeout + 30)
         if response.status_code != 200:
             raise RuntimeError(f"agentsynth world: HTTP {response.status_code}: {response.text[:500]}")
         return cast(dict[str, Any], response.json())
