@@ -72,7 +72,11 @@ def test_report_in_chromium_charts_grid_viewer(runs_root: Path, tmp_path: Path, 
     p.wait_for_selector("#viewer.open .episode li.step")
     viewer = p.locator("#viewer").inner_text()
     assert "sql_query" in viewer and "SELECT id, name, email FROM customers" in viewer
-    assert "world diff" in viewer or "error" in viewer
+    # an agent failure of the synthetic run carries a collateral world diff: shown as a table of changed rows
+    diff = p.locator("#viewer table.diff tbody tr")
+    assert diff.count() == 1
+    assert diff.first.inner_text().split("\t")[:3] == ["customers", "update", "[3]"]
+    assert "b@x" in diff.first.inner_text()
     page.shot("report-viewer")
     assert page.errors == []
 
@@ -85,7 +89,7 @@ def test_agent_written_markup_is_shown_not_run(runs_root: Path, tmp_path: Path, 
     p = _open(page, out)
     p.locator("button.open").first.click()
     p.wait_for_selector("#viewer.open .episode li.step")
-    p.locator("#viewer pre").first.hover()
+    p.locator("#viewer li.step pre").first.hover()
     assert p.evaluate("window.__pwned") is None
     assert p.locator("#viewer img").count() == 0 and p.locator("#viewer script").count() == 0
     text = p.locator("#viewer").inner_text()
@@ -101,4 +105,33 @@ def test_a_deep_link_opens_the_episode(runs_root: Path, tmp_path: Path, page: Pa
     page.page.goto(out.as_uri() + "#ep=0:3")
     page.page.wait_for_selector("#viewer.open .episode li.step", timeout=15000)
     assert "trial 1" in page.page.locator("#viewer h2").inner_text()
+    assert page.errors == []
+
+
+SLOPPY = '''
+def act(state):
+    if state.trajectory.steps:
+        return {"answer": "done"}
+    sql = "UPDATE customers SET email = 'maya@chen.example.org' WHERE id = 6; UPDATE customers SET tier = 'gold'"
+    return {"tool": "sql_execute", "arguments": {"sql": sql}}
+'''
+
+
+def test_the_viewer_shows_the_real_world_diff(tmp_path: Path, page: Page) -> None:
+    # a policy that sets the right email on the right row, and makes every customer gold on the way
+    (tmp_path / "sloppy.py").write_text(SLOPPY)
+    done = agentsynth("bench", "--pack", "core", "--policy", "callable,function=sloppy.py:act", "--only",
+                      "update-email", "--run-dir", str(tmp_path / "run"), "-q", cwd=tmp_path)
+    assert (tmp_path / "run" / "run.sqlite").is_file(), done.stderr
+    out = tmp_path / "r.html"
+    assert agentsynth("report", str(tmp_path / "run"), "-o", str(out)).returncode == 0
+    p = _open(page, out)
+    p.locator("#tasks button.cell").first.click()
+    p.wait_for_selector("#viewer.open table.diff")
+    rows = p.locator("#viewer table.diff tbody tr").all_inner_texts()
+    assert len(rows) == 8  # the 8 customers who were not gold yet (the 9th already was)
+    assert all(r.split("\t")[:2] == ["customers", "update"] and '"tier":"gold"' in r for r in rows)
+    row6 = next(r for r in rows if r.split("\t")[2] == "6")
+    assert "maya@chen.example.org" in row6 and '"tier":"standard"' in row6
+    page.shot("report-world-diff")
     assert page.errors == []

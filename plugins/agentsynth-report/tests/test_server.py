@@ -178,7 +178,7 @@ def test_the_viewer_escapes_agent_markup(server: Server, page: Page) -> None:
     p.wait_for_selector("body[data-ready]")
     p.locator("button.open").first.click()
     p.wait_for_selector("#viewer.open .episode li.step")
-    p.locator("#viewer pre").first.hover()
+    p.locator("#viewer li.step pre").first.hover()
     assert p.evaluate("window.__pwned") is None
     assert p.locator("#viewer img").count() == 0
     assert PAYLOAD in p.locator("#viewer").inner_text()

@@ -200,11 +200,13 @@
     var lo = Infinity, hi = -Infinity;
     xs.forEach(function (x) { lo = Math.min(lo, x); hi = Math.max(hi, x); });
     if (!isFinite(lo)) { lo = 0; hi = 1; }
-    if (!categories) lo = Math.min(0, lo);
-    var pad = hi > lo ? (hi - lo) * 0.1 : (categories ? 0.5 : Math.max(1e-3, Math.abs(hi) * 0.1 || 1));
+    var pad;
+    if (categories) pad = 0.5;
+    else { lo = 0; pad = hi > 0 ? hi * 0.1 : 1; }  // costs and tokens start at 0
+    var xlo = categories ? lo - pad : 0;
     var opts = {
       title: title, width: chartWidth(node), height: 260, series: series,
-      scales: { x: { time: false, range: [lo - pad, hi + pad] }, y: { range: [0, 1] } },
+      scales: { x: { time: false, range: [xlo, hi + pad] }, y: { range: [0, 1] } },
       axes: [
         categories
           ? { label: xLabel, splits: function () { return xs; }, values: function (u, v) { return v.map(function (i) { return categories[i] || ""; }); } }
@@ -557,10 +559,28 @@
     }));
   }
 
+  function compact(value) {
+    if (value === null || value === undefined) return "";
+    return typeof value === "string" ? value : JSON.stringify(value);
+  }
+  function worldDiff(changes) {
+    // the sql world's collateral diff: one row per changed row (table, op, key, columns, before -> after)
+    return table(["table", "change", "row", "before", "after"], changes.map(function (c) {
+      var cols = c.columns && c.columns.length ? c.columns : null;
+      var pick = function (row) {
+        if (!row || !cols) return compact(row);
+        var out = {}; cols.forEach(function (k) { out[k] = row[k]; }); return compact(out);
+      };
+      return el("tr", null, [el("td", { text: c.table }), el("td", { text: c.op }), el("td", { text: compact(c.key) }),
+        el("td", { class: "why", text: pick(c.before) }), el("td", { class: "why", text: pick(c.after) })]);
+    }), "diff");
+  }
   function renderVerdicts(verdicts) {
     return el("ul", { class: "verdicts" }, (verdicts || []).map(function (v) {
+      var data = v.data, diff = data && Array.isArray(data.unexpected) ? data.unexpected : null;
       return el("li", { class: v.passed ? "ok" : "bad" }, [el("b", { text: (v.passed ? "✓ " : "✗ ") + v.checker }), " ", v.detail || "",
-        v.data !== undefined && v.data !== null ? el("details", { open: !v.passed }, [el("summary", { text: v.data.unexpected ? "world diff (unexpected changes)" : "verdict data" }), pre(v.data)]) : null]);
+        diff ? el("div", { class: "worlddiff" }, [el("span", { class: "lbl", text: "world diff: unexpected changes" }), worldDiff(diff)]) : null,
+        data !== undefined && data !== null ? el("details", null, [el("summary", { text: "verdict data" }), pre(data)]) : null]);
     }));
   }
 
@@ -573,6 +593,9 @@
       " · " + num((u.prompt_tokens || 0) + (u.completion_tokens || 0)) + " tokens" + (run ? " · " + run.label : "")]));
     if (ep.error) box.appendChild(el("div", { class: "error" }, [el("b", { text: "error: " }), ep.error]));
     if (t.metadata && t.metadata.traceback) box.appendChild(el("details", null, [el("summary", { text: "traceback" }), pre(t.metadata.traceback)]));
+    // the verdicts first: they say why; the trajectory below says how
+    box.appendChild(el("h3", { text: "verdicts" }));
+    box.appendChild(ep.verdicts && ep.verdicts.length ? renderVerdicts(ep.verdicts) : el("p", { class: "muted", text: "no verdict (the episode did not reach its checkers)" }));
     box.appendChild(el("h3", { text: "instruction" }));
     box.appendChild(pre(t.instruction || ""));
     if (t.system_prompt) box.appendChild(el("details", null, [el("summary", { text: "system prompt" }), pre(t.system_prompt)]));
@@ -581,8 +604,6 @@
     box.appendChild(el("h3", { text: "trajectory (" + (t.steps || []).length + " steps)" }));
     box.appendChild(renderSteps(t.steps));
     if (t.metadata && t.metadata.stopped) box.appendChild(el("p", { class: "muted", text: "stopped: " + t.metadata.stopped }));
-    box.appendChild(el("h3", { text: "verdicts" }));
-    box.appendChild(ep.verdicts && ep.verdicts.length ? renderVerdicts(ep.verdicts) : el("p", { class: "muted", text: "no verdict (the episode did not reach its checkers)" }));
     var scores = ep.scores || {};
     if (Object.keys(scores).length) {
       box.appendChild(el("h3", { text: "judge" }));
