@@ -60,7 +60,22 @@ def plugin(session: nox.Session, plugin: str) -> None:
     """One plugin's tests in a venv with only the kernel, that plugin and the siblings it names as
     ``test-with`` (so an undeclared import of another plugin still fails)."""
     session.install("-e", ".[test]", "-e", f"plugins/{plugin}[test]", *_test_with(plugin))
+    no_deps = _test_install_no_deps(plugin)
+    if no_deps:  # e.g. bfcl-eval: the tests read its data files; its own dependencies (torch ...) are not needed
+        session.install("--no-deps", *no_deps)
     session.run("pytest", f"plugins/{plugin}/tests", *_junit(plugin), *session.posargs, env=TEST_ENV)
+
+
+def _test_install_no_deps(plugin: str) -> list[str]:
+    """Packages a plugin's tests need without their dependencies (``[tool.agentsynth]
+    test-install-no-deps = ["bfcl-eval==2026.3.23"]``): data-only use of a package whose own
+    dependency set is huge."""
+    data = tomllib.loads((ROOT / "plugins" / plugin / "pyproject.toml").read_text())
+    names = data.get("tool", {}).get("agentsynth", {}).get("test-install-no-deps", [])
+    if not isinstance(names, list) or not all(isinstance(n, str) and n for n in names):
+        raise ValueError(f"plugins/{plugin}/pyproject.toml: [tool.agentsynth] test-install-no-deps must be a list "
+                         "of requirement strings")
+    return names
 
 
 @nox.session(tags=["tests"])

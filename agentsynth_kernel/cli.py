@@ -40,6 +40,32 @@ def _load(ref: str) -> click.Command | None:
     return getattr(module, attr)
 
 
+def _extensible(group: click.Group, root: LazyGroup) -> None:
+    """A built-in group (``pack``) that plugins add subcommands to from ``register_commands``
+    (``cli.commands["pack"].add_command(...)``): a subcommand it lacks, or its listing, loads the
+    plugin commands first."""
+    find, names = group.get_command, group.list_commands
+
+    def get_command(ctx: click.Context, cmd_name: str) -> click.Command | None:
+        command = find(ctx, cmd_name)
+        if command is None and not LazyGroup._plugins_loaded:
+            root.load_plugin_commands()
+            command = find(ctx, cmd_name)
+        return command
+
+    def list_commands(ctx: click.Context) -> list[str]:
+        root.load_plugin_commands()
+        return names(ctx)
+
+    group.get_command = get_command  # type: ignore[method-assign]
+    group.list_commands = list_commands  # type: ignore[method-assign]
+
+
+# built-in groups plugins add subcommands to (``cli.commands["pack"].add_command(...)`` in
+# ``register_commands``): loaded before any plugin's commands, so the group is there to extend
+EXTENSIBLE_GROUPS = ("pack",)
+
+
 class LazyGroup(click.Group):
     """Resolves built-in commands on demand and plugin commands on first miss."""
 
@@ -54,6 +80,8 @@ class LazyGroup(click.Group):
         if cmd_name in BUILTIN_COMMANDS:
             command = _load(BUILTIN_COMMANDS[cmd_name][0])
             if command is not None:
+                if isinstance(command, click.Group):
+                    _extensible(command, self)
                 self.add_command(command, cmd_name)
             return command
         self.load_plugin_commands()
@@ -63,6 +91,9 @@ class LazyGroup(click.Group):
         if LazyGroup._plugins_loaded:
             return
         LazyGroup._plugins_loaded = True
+        for name in EXTENSIBLE_GROUPS:
+            if name not in self.commands:
+                self.get_command(click.get_current_context(silent=True), name)  # type: ignore[arg-type]
         from .plugins import get_host
 
         get_host().notify("register_commands", cli=self)

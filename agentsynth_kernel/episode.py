@@ -219,9 +219,10 @@ class Episode:
     yields the partial trajectory."""
 
     def __init__(self, host: PluginHost, pack: Pack, task: Task, trial: int, seed: int, config: EpisodeConfig,
-                 run: Any = None):
+                 run: Any = None, on_step: Callable[[Step], Any] | None = None):
         self.host, self.pack, self.task, self.trial, self.seed, self.config = host, pack, task, trial, seed, config
         self.run = run
+        self.on_step = on_step  # sees every step as it is recorded (a live viewer, a playground)
         self.trajectory = Trajectory(task.id, task.instruction, system_prompt=pack.system_prompt)
         self.usage = Usage()
         self.verdicts: list[Verdict] = []
@@ -286,6 +287,7 @@ class Episode:
                 usage = turn.usage if i == 0 else None
                 if isinstance(action, Answer):
                     traj.steps.append(Step(action, None, turn_index, 0.0, thought, usage))
+                    self._notify_step()
                     done = True
                     break
                 rejected = turn.rejected.get(i)
@@ -308,6 +310,7 @@ class Episode:
                 traj.steps.append(
                     Step(action, obs, turn_index, time.perf_counter() - started, thought, usage, invalid)
                 )
+                self._notify_step()
                 state.observation = obs
                 if obs.done:
                     done = True
@@ -316,6 +319,15 @@ class Episode:
                     break
             turn_index += 1
         return await self.check()
+
+    def _notify_step(self) -> None:
+        """Hand the newest step to ``on_step``; an observer that raises is dropped, never the episode."""
+        if self.on_step is None:
+            return
+        try:
+            self.on_step(self.trajectory.steps[-1])
+        except Exception:
+            self.on_step = None
 
     async def check(self) -> str:
         checks = self.pack.task_checkers(self.task)
@@ -407,14 +419,15 @@ def _short_traceback(exc: BaseException, limit: int = 4) -> str:
 
 
 async def run_episode(
-    host: PluginHost, pack: Pack, task: Task, trial: int, seed: int, config: EpisodeConfig, run: Any = None
+    host: PluginHost, pack: Pack, task: Task, trial: int, seed: int, config: EpisodeConfig, run: Any = None,
+    *, on_step: Callable[[Step], Any] | None = None,
 ) -> EpisodeResult:
     """Play one episode and always return a result (never raises, except on cancellation).
 
     ``run`` (the RunInfo) is handed to component factories that accept a ``run``
     parameter, for run-scoped services such as the LLM client and its budget.
     """
-    episode = Episode(host, pack, task, trial, seed, config, run)
+    episode = Episode(host, pack, task, trial, seed, config, run, on_step)
     started = time.perf_counter()
     status, error, kind = "failed", "", ""
     try:

@@ -310,13 +310,17 @@ def scaffold_pack(name: str, directory: Path, environment: str | None, schema: P
 
 
 @hookspec
-def adversarial_exploits(environment: str) -> list[Exploit] | None:
+def adversarial_exploits(environment: str, pack: Pack | None) -> list[Exploit] | None:
     """Exploit attempts against worlds of type ``environment`` (the pack's ``environment.type``):
     the ways an agent could try to pass a task without doing it in this world (shadowing the
     objects a checker reads, writing outside the world, exhausting the host, making checkers
     hang). ``agentsynth pack audit`` and ``pack validate`` run them with the kit's generic ones
     and fail a pack where any passes. Return ``None`` for environments of other plugins. Called
     synchronously; every plugin's list is used.
+
+    ``pack`` is the pack under attack (``None`` when the kit is asked for a world type alone); a
+    world made of other worlds (``composite``) reads its children's types from it. An
+    implementation may leave ``pack`` out of its signature.
 
     Example::
 

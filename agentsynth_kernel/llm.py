@@ -1175,6 +1175,9 @@ class LLMClient:
 # --- run-scoped client ----------------------------------------------------------------------------
 
 SERVICE_KEY = "llm"
+# a BudgetLedger-compatible object every LLM client of the run must charge instead of its own: the
+# one ledger of a run whose episodes execute on remote workers lives with the driver
+LEDGER_KEY = "llm.ledger"
 _default_client: LLMClient | None = None
 
 
@@ -1196,6 +1199,10 @@ def client_for(run: Any = None, **options: Any) -> LLMClient:
         options.setdefault("budget_usd", getattr(budget, "usd", None))
         options.setdefault("budget_tokens", getattr(budget, "tokens", None))
         client = services[SERVICE_KEY] = LLMClient(**options)
+        shared = services.get(LEDGER_KEY)
+        if shared is not None:  # a remote executor's worker: the run's ledger is the driver's
+            client.ledger = shared
+            return client
         journal = getattr(run, "journal", None)
         prior = journal.spend_total() if journal is not None else (0, 0, 0)
         if prior[:2] != (0, 0):  # earlier sessions, in-flight requests of a killed one included

@@ -323,15 +323,38 @@ def _paths(messages: list[str], prefix: str = "") -> list[str]:
     return out
 
 
+def _field_bounds(obj: Any, where: str) -> list[str]:
+    """Problems with ``Annotated[..., Bounds(...)]`` fields of an attrs object (a plugin's
+    ``spec_cls``): the same check factory parameters get, which structuring alone skips."""
+    if not attrs.has(type(obj)):
+        return []
+    try:
+        hints = typing.get_type_hints(type(obj), include_extras=True)
+    except Exception:  # an unresolvable annotation: not checked
+        return []
+    problems = []
+    for field in attrs.fields(type(obj)):
+        for marker in _markers(hints.get(field.name)):
+            if isinstance(marker, Bounds):
+                problem = marker.problem(getattr(obj, field.name))
+                if problem:
+                    problems.append(f"{where}.{field.name}: expected {problem}" if where else f"{field.name}: expected {problem}")
+    return problems
+
+
 def structure(data: Any, cls: type, *, source: str, prefix: str = "") -> Any:
     """Structure ``data`` into ``cls`` or raise SpecError with one path-qualified line per problem."""
     try:
-        return converter.structure(data, cls)
+        obj = converter.structure(data, cls)
     except (ClassValidationError, IterableValidationError) as exc:
         raise SpecError(source, _paths(transform_error(exc, format_exception=_format), prefix)) from None
     except (InvalidValue, TypeError, ValueError, AgentsynthError) as exc:  # incl. a spec_cls's own checks
         text = str(exc) if isinstance(exc, (InvalidValue, AgentsynthError)) else f"{type(exc).__name__}: {exc}"
         raise SpecError(source, [f"{prefix}: {text}" if prefix else text]) from None
+    bounds = _field_bounds(obj, prefix)
+    if bounds:
+        raise SpecError(source, bounds)
+    return obj
 
 
 # --- loading ---------------------------------------------------------------------------------------

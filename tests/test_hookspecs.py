@@ -216,3 +216,35 @@ def test_generator_without_a_runner_is_a_clear_error(host, cli, write):
     code, _, err = cli("run", "gen.yaml")
     assert code == 2
     assert "generate.type: generator 'bare_gen' (plugin 'bare') cannot be run from a spec" in err
+
+
+class PackExtension:
+    @hookimpl
+    def register_commands(self, cli):
+        @cli.commands["pack"].command("hk-shout")
+        @click.argument("what")
+        def shout(what):
+            """Shout (a plugin's subcommand of the built-in pack group)."""
+            click.echo(what.upper())
+
+
+@pytest.mark.parametrize("first", ["pack", "plugin-command"])
+def test_a_plugin_adds_a_subcommand_to_the_builtin_pack_group(host, cli, first):
+    from agentsynth_kernel.cli import LazyGroup
+    from agentsynth_kernel.cli import cli as group
+
+    host.add_plugin(PackExtension(), "pack-extension")
+    host.add_plugin(Everything(), "everything")
+    LazyGroup._plugins_loaded = False
+    group.commands.pop("pack", None)  # as in a fresh process: the group is loaded on first use
+    try:
+        if first == "plugin-command":  # plugin commands load before anyone asked for `pack`
+            assert cli("hk-hello", "x")[0] == 0
+        code, out, err = cli("pack", "hk-shout", "quiet")
+        _, listing, _ = cli("pack", "--help")
+    finally:
+        group.commands.pop("hk-hello", None)
+        group.commands.pop("pack", None)
+        LazyGroup._plugins_loaded = False
+    assert (code, out) == (0, "QUIET\n"), err
+    assert "hk-shout" in listing and "validate" in listing

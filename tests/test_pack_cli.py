@@ -200,3 +200,28 @@ def test_list_shows_registered_packs(cli, host, tmp_path, good):
     host.add_plugin(Packs(), "test-packs")
     code, out, _ = cli("pack", "list")
     assert code == 0 and "kvgood  (test-packs)  a test pack" in out
+
+
+class _Wrapper:
+    """A checker that wraps another: whether it reads the world depends on its parameters."""
+
+    world_state = False  # ignored when world_state_for decides
+
+    @staticmethod
+    def world_state_for(params):
+        return params.get("inner") == "state"
+
+
+def test_a_checker_decides_from_its_parameters_whether_it_reads_the_world(host):
+    from agentsynth_kernel import hookimpl
+    from agentsynth_kernel.commands.pack import is_world_state
+    from agentsynth_kernel.spec import ComponentSpec
+
+    class P:
+        @hookimpl
+        def register_checkers(self, register):
+            register("hk_wrapper", _Wrapper)
+
+    host.add_plugin(P(), "wrapper-test")
+    assert is_world_state(ComponentSpec("hk_wrapper", {"inner": "state"}), host)
+    assert not is_world_state(ComponentSpec("hk_wrapper", {"inner": "answer"}), host)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
+import attrs
 import pytest
 
 from agentsynth_kernel.errors import SpecError
-from agentsynth_kernel.spec import ComponentSpec, load_pack, load_run_spec, select_tasks
+from agentsynth_kernel.spec import Bounds, ComponentSpec, load_pack, load_run_spec, select_tasks, structure
 
 
 def errors_of(path, host) -> list[str]:
@@ -257,3 +260,18 @@ def test_a_run_spec_still_needs_a_pack_or_tasks(host, write):
     with pytest.raises(SpecError) as info:
         load_run_spec(path, host=host)
     assert "pack: give either 'pack:'" in str(info.value)
+
+
+@attrs.define
+class Limits:
+    cpu_seconds: Annotated[float, Bounds(above=0)] = 10.0
+    workers: Annotated[int, Bounds(low=1, high=64)] = 1
+
+
+def test_bounds_on_a_spec_cls_field_are_enforced_like_on_factory_parameters():
+    assert structure({"cpu_seconds": 2, "workers": 8}, Limits, source="s").workers == 8
+    with pytest.raises(SpecError) as info:
+        structure({"cpu_seconds": 0, "workers": 65}, Limits, source="pack.yaml", prefix="environment")
+    text = str(info.value)
+    assert "environment.cpu_seconds: expected > 0, got 0" in text
+    assert "environment.workers: expected >= 1 and <= 64, got 65" in text

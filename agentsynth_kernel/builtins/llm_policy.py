@@ -54,6 +54,7 @@ DEFAULT_SYSTEM_PROMPT = (
 _CLIENT_OPTIONS = ("timeout", "max_retries", "rpm", "concurrency", "prices")
 
 FINAL_ANSWER = "final_answer"
+LOCAL_TIMEOUT = 600.0  # seconds per request to a local model (the embedded server answers one at a time)
 SMALL_CONTEXT_CHARS = 6_000  # ~2k tokens of conversation: fits a 4k-token context with tools and answer
 SMALL_MAX_TOKENS = 256
 SMALL_MAX_TURNS = 8
@@ -164,6 +165,8 @@ class LLMPolicy:
             self.extra["tool_choice"] = tool_choice
         elif self.small_model:
             self.extra["tool_choice"] = "required"
+        if is_local and timeout is None:  # a small model on a busy CPU: a timeout would only ask again
+            timeout = LOCAL_TIMEOUT
         local = {"timeout": timeout, "max_retries": max_retries, "rpm": rpm, "prices": prices}
         options = {k: v for k, v in local.items() if v is not None}
         self.client = client if client is not None else client_for(run, **options)

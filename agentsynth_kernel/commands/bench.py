@@ -244,6 +244,15 @@ def _write_json(path: str, data: dict[str, Any]) -> None:
     write_json(data, path)
 
 
+def _local_model(spec: str) -> bool:
+    """A policy spec string whose model is ``local`` / ``local/NAME`` (the embedded server)."""
+    for part in spec.split(","):
+        key, _, value = part.partition("=")
+        if key.strip() == "model" and (value.strip() == "local" or value.strip().startswith("local/")):
+            return True
+    return False
+
+
 @click.command()
 @click.option("--pack", "pack", required=True, metavar="NAME|PATH", help="A registered pack name or a pack path.")
 @click.option("--policy", "policy", metavar="SPEC",
@@ -254,7 +263,9 @@ def _write_json(path: str, data: dict[str, Any]) -> None:
 @click.option("--seed", type=int, default=0, show_default=True, help="Base seed (same seed -> same episodes).")
 @click.option("--split", type=click.Choice(["train", "test", "all"]), default="all", show_default=True)
 @click.option("--only", multiple=True, metavar="TASK", help="Only these task ids (repeatable).")
-@click.option("--concurrency", type=click.IntRange(min=1), default=4, show_default=True)
+@click.option("--concurrency", type=click.IntRange(min=1),
+              help="Episodes in flight (default 4; 1 for a policy on a local model, which answers one request "
+                   "at a time: parallel episodes only queue against the episode timeout and evict its prompt cache).")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=300.0, show_default=True,
               help="Seconds per episode.")
 @click.option("--max-steps", type=click.IntRange(min=1), default=30, show_default=True)
@@ -271,7 +282,7 @@ def _write_json(path: str, data: dict[str, Any]) -> None:
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar and no tables.")
 @click.pass_context
 def bench(ctx: click.Context, pack: str, policy: str | None, compare: tuple[str, str] | None, trials: int, seed: int,
-          split: str, only: tuple[str, ...], concurrency: int, timeout: float, max_steps: int,
+          split: str, only: tuple[str, ...], concurrency: int | None, timeout: float, max_steps: int,
           budget_usd: float | None, json_path: str | None, min_pass_rate: float | None, gate_metric: str,
           run_dir: Path | None, executor: str | None, quiet: bool) -> None:
     """Benchmark a policy on a pack: pass@1 and pass^k with Wilson 95% intervals, per tier.
@@ -283,6 +294,9 @@ def bench(ctx: click.Context, pack: str, policy: str | None, compare: tuple[str,
     """
     if (policy is None) == (compare is None):
         raise click.UsageError("give --policy SPEC, or --compare A B (not both)")
+    if concurrency is None:
+        specs = [policy] if policy is not None else list(compare or ())
+        concurrency = 1 if any(_local_model(s) for s in specs) else 4
     options = {"pack": pack, "split": split, "only": only, "trials": trials, "seed": seed, "concurrency": concurrency,
                "timeout": timeout, "max_steps": max_steps, "budget_usd": budget_usd,
                "executor": parse_policy(executor, option="--executor") if executor else None}

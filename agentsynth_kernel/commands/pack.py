@@ -141,12 +141,17 @@ def _cleanup(directory: Path) -> None:
 
 
 def is_world_state(cspec: Any, host: Any) -> bool:
-    """Does this checker read the world's end state? A checker class says so with ``world_state``;
-    otherwise the kernel's own checkers (trajectory only) do not and plugin checkers do."""
+    """Does this checker read the world's end state? A checker class says so with ``world_state``,
+    or, when that depends on its parameters (a checker wrapping another), with
+    ``world_state_for(params)``; otherwise the kernel's own checkers (trajectory only) do not and
+    plugin checkers do."""
     try:
         reg = host.get("checker", cspec.type)
     except KeyError:
         return False
+    decide = getattr(reg.factory, "world_state_for", None)
+    if callable(decide):
+        return bool(decide(cspec.params))
     declared = getattr(reg.factory, "world_state", None)
     if declared is not None:
         return bool(declared)

@@ -39,7 +39,14 @@ def run(ctx: click.Context, spec_file: Path, run_dir: Path | None, no_store: boo
     """
     from ..errors import SpecError
     from ..spec import load_run_spec, run_settings_problems
-    from ._runner import default_run_dir, execute_with_progress, exit_code, report, with_executor, with_overrides
+    from ._runner import (
+        default_run_dir,
+        execute_with_progress,
+        exit_code,
+        report,
+        with_executor,
+        with_overrides,
+    )
 
     overrides = {k: v for k, v in (("trials", trials), ("seed", seed)) if v is not None}
     spec, pack = load_run_spec(spec_file, overrides=overrides)

@@ -161,7 +161,7 @@ def exploits_for(pack: Pack, host: PluginHost | None = None) -> list[Exploit]:
     host = host or get_host()
     env_type = pack.environment.type if pack.environment is not None else ""
     found: list[Exploit] = list(GENERIC_EXPLOITS)
-    for group in host.pm.hook.adversarial_exploits(environment=env_type):
+    for group in host.pm.hook.adversarial_exploits(environment=env_type, pack=pack):
         found.extend(group or ())
     names = [e.name for e in found]
     duplicates = sorted({n for n in names if names.count(n) > 1})

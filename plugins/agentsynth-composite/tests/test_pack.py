@@ -93,7 +93,7 @@ def test_the_python_world_s_hostile_exploits_through_the_composite():
     pack = load_pack("sql-python")
     host = get_host()
     mine = [through_composite(e, "python", tasks=("region-revenue",)) for group in
-            host.pm.hook.adversarial_exploits(environment="python") for e in group or () if e.tasks]
+            host.pm.hook.adversarial_exploits(environment="python", pack=None) for e in group or () if e.tasks]
     assert len(mine) >= 8
     outcomes = assert_unfarmable(pack, mine, concurrency=2, timeout=120)
     assert len(outcomes) == len(mine)
