@@ -129,5 +129,14 @@ def rl_train(session: nox.Session) -> None:
     session.run("pytest", "plugins/agentsynth-rl/tests", *_junit("rl-train"), *session.posargs, env=TEST_ENV)
 
 
+@nox.session(name="rl-export")
+def rl_export(session: nox.Session) -> None:
+    """agentsynth-rl's exports installed in fresh venvs (uv) and driven by the real verifiers and
+    OpenEnv (~5 min; also part of ``rl-train``). Not part of ``-t tests``."""
+    session.install("-e", ".[test]", "-e", "plugins/agentsynth-sql", "-e", "plugins/agentsynth-rl[test,openenv]")
+    session.run("pytest", "plugins/agentsynth-rl/tests", "-m", "export", *_junit("rl-export"), *session.posargs,
+                env=TEST_ENV)
+
+
 if os.environ.get("CI"):
     nox.options.reuse_existing_virtualenvs = False

@@ -460,3 +460,25 @@ async def test_the_pytest_fixtures(llm_server, llm_client):
     response = await llm_client.complete(MESSAGES)
     assert response.content == "fixture" and llm_client.stats.retries == 1
     assert llm_server.requests[-1].headers["authorization"] == "Bearer test-key"
+
+
+async def test_the_scripted_server_streams_when_asked(llm_server):
+    """Clients that always stream (verifiers' chat loop) get the same answer as server-sent events."""
+    import httpx
+
+    llm_server.add(tool_calls(("lookup", {"key": "a"})), reply("it is 1"))
+    body = {"model": "m", "messages": MESSAGES, "stream": True, "stream_options": {"include_usage": True}}
+    async with httpx.AsyncClient() as http:
+        first = await http.post(f"{llm_server.base_url}/chat/completions", json=body)
+        second = await http.post(f"{llm_server.base_url}/chat/completions", json=body)
+    assert first.headers["content-type"] == "text/event-stream"
+    events = [line[6:] for line in first.text.splitlines() if line.startswith("data: ")]
+    assert events[-1] == "[DONE]"
+    chunks = [json.loads(e) for e in events[:-1]]
+    calls = [c for chunk in chunks for choice in chunk["choices"] for c in choice["delta"].get("tool_calls", [])]
+    assert [c["function"]["name"] for c in calls] == ["lookup"]
+    assert json.loads(calls[0]["function"]["arguments"]) == {"key": "a"}
+    assert chunks[-1]["usage"]["completion_tokens"] >= 0 and chunks[-1]["choices"] == []
+    text = "".join(choice["delta"].get("content", "") for line in second.text.splitlines()
+                   if line.startswith("data: {") for choice in json.loads(line[6:])["choices"])
+    assert text == "it is 1"

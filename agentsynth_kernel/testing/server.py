@@ -341,7 +341,12 @@ class ScriptedLLMServer:
         if reply_.kind in ("status", "garbage"):
             self._write(writer, reply_.status_code, reply_.body, reply_.headers)
             return True
-        self._write(writer, 200, msgspec.json.encode(self._completion(reply_, data, serial)), reply_.headers)
+        completion = self._completion(reply_, data, serial)
+        if data.get("stream"):  # OpenAI streaming: the same completion as chat.completion.chunk events
+            self._write(writer, 200, _sse(completion, bool((data.get("stream_options") or {}).get("include_usage"))),
+                        {"Content-Type": "text/event-stream", **reply_.headers})
+            return True
+        self._write(writer, 200, msgspec.json.encode(completion), reply_.headers)
         return True
 
     def _completion(self, reply_: Reply, request: dict[str, Any], serial: int) -> dict[str, Any]:
@@ -371,10 +376,33 @@ class ScriptedLLMServer:
 
     @staticmethod
     def _write(writer: asyncio.StreamWriter, code: int, body: bytes, headers: Mapping[str, str] | None = None) -> None:
-        head = [f"HTTP/1.1 {code} {_REASONS.get(code, 'Status')}", "Content-Type: application/json",
+        headers = dict(headers or {})
+        head = [f"HTTP/1.1 {code} {_REASONS.get(code, 'Status')}",
+                f"Content-Type: {headers.pop('Content-Type', 'application/json')}",
                 f"Content-Length: {len(body)}", "Connection: keep-alive"]
-        head += [f"{k}: {v}" for k, v in (headers or {}).items()]
+        head += [f"{k}: {v}" for k, v in headers.items()]
         writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body)
+
+
+def _sse(completion: dict[str, Any], include_usage: bool) -> bytes:
+    """A chat completion as the server-sent events a streaming server sends: the role, the content,
+    each tool call (whole), the finish reason, the usage when asked, then ``[DONE]``."""
+    base = {k: completion[k] for k in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
+    choice = completion["choices"][0]
+    message = choice["message"]
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+    events = [chunk({"role": "assistant", "content": ""})]
+    if message.get("content"):
+        events.append(chunk({"content": message["content"]}))
+    for i, call in enumerate(message.get("tool_calls") or []):
+        events.append(chunk({"tool_calls": [{"index": i, **call}]}))
+    events.append(chunk({}, choice["finish_reason"]))
+    if include_usage:
+        events.append({**base, "choices": [], "usage": completion["usage"]})
+    return b"".join(b"data: " + msgspec.json.encode(e) + b"\n\n" for e in events) + b"data: [DONE]\n\n"
 
 
 def echo_handler(content: str = "done") -> Handler:
