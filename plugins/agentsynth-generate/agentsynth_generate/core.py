@@ -249,6 +249,8 @@ class Generation:
                 rejection = self._stage("execution", check_execution(draft), stages, events)
             if rejection is None:
                 content = check_content(draft)
+                found: Rejection | None
+                info: dict[str, Any]
                 if content is not None:
                     found, info = content, {}
                 elif self.judge is not None:
@@ -304,7 +306,7 @@ class Generation:
         from agentsynth_kernel.episode import replay_episode
 
         replay = await replay_episode(self.host, self.inputs.pack, task, item.seed, trajectory, timeout=self.config.timeout)
-        info = {"status": replay.status, "verdicts": [{"checker": v.checker, "passed": v.passed, "detail": v.detail[:300]}
+        info: dict[str, Any] = {"status": replay.status, "verdicts": [{"checker": v.checker, "passed": v.passed, "detail": v.detail[:300]}
                                                       for v in replay.verdicts]}
         if replay.drift:
             info["drift"] = replay.drift

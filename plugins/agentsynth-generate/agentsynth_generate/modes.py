@@ -285,4 +285,4 @@ async def back(query: str, llm: Caller, backend: Any, *, max_turns: int, rng: ra
     return draft
 
 
-RUNNERS = {"single_agent": single_agent, "back": back, "multi_agent": multi_agent, "code_execution": code_execution}
+RUNNERS: dict[str, Any] = {"single_agent": single_agent, "back": back, "multi_agent": multi_agent, "code_execution": code_execution}

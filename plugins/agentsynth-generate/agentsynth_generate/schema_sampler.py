@@ -94,7 +94,8 @@ def sample_value(schema: Mapping[str, Any], rng: random.Random, pool: Mapping[st
     if kind == "null":
         return None
     if kind == "array":
-        items = schema.get("items") if isinstance(schema.get("items"), Mapping) else {"type": "string"}
+        raw_items = schema.get("items")
+        items: Mapping[str, Any] = raw_items if isinstance(raw_items, Mapping) else {"type": "string"}
         count = max(int(schema.get("minItems", 1)), 1)
         count = min(count + rng.randint(0, 1), int(schema.get("maxItems", count + 1)))
         return [sample_value(items, rng, pool, name.rstrip("s"), depth + 1) for _ in range(count)]
