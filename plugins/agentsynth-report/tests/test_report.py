@@ -11,6 +11,14 @@ from conftest import PAYLOAD, Page, agentsynth
 
 
 def _open(page: Page, path: Path) -> Any:
+    # the file must need nothing else: every other request is refused and recorded
+    page.requests = []  # type: ignore[attr-defined]
+
+    def refuse(route: Any) -> None:
+        page.requests.append(route.request.url)  # type: ignore[attr-defined]
+        route.abort()
+
+    page.page.route(lambda url: not url.startswith(("file://", "data:")), refuse)
     page.page.goto(path.as_uri())
     page.page.wait_for_selector("body[data-ready]", timeout=15000)
     return page.page
@@ -79,6 +87,7 @@ def test_report_in_chromium_charts_grid_viewer(runs_root: Path, tmp_path: Path, 
     assert "b@x" in diff.first.inner_text()
     page.shot("report-viewer")
     assert page.errors == []
+    assert page.requests == []  # type: ignore[attr-defined]
 
 
 def test_agent_written_markup_is_shown_not_run(runs_root: Path, tmp_path: Path, page: Page) -> None:

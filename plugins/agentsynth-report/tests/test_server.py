@@ -161,6 +161,21 @@ def test_playground_runs_an_oracle_episode_step_by_step(server: Server, page: Pa
     assert page.errors == []
 
 
+def test_the_playground_runs_a_bounded_number_of_episodes(server: Server) -> None:
+    body = {"pack": "core", "task": "refund-and-restock", "policy": "oracle"}
+    answers = [server.post("/api/playground", json=body) for _ in range(6)]
+    assert [a.status_code for a in answers[:4]] == [200] * 4
+    refused = [a for a in answers if a.status_code != 200]
+    assert refused and all("playground episodes are running" in a.json()["error"] for a in refused)
+    for answer in answers[:4]:  # the ones that started still finish
+        sid = answer.json()["id"]
+        deadline = time.monotonic() + 60
+        while server.get(f"/api/playground/{sid}").json()["status"] == "running":
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+        assert server.get(f"/api/playground/{sid}").json()["status"] == "passed"
+
+
 def test_playground_noop_fails_and_a_broken_llm_fails_the_episode_not_the_server(server: Server) -> None:
     for policy, status in (("noop", "failed"), ("llm,model=openai/x,api_base=http://127.0.0.1:9/v1", "error")):
         sid = server.post("/api/playground", json={"pack": "core", "task": "update-email", "policy": policy}).json()["id"]
