@@ -255,3 +255,23 @@ def test_action_bench_step_gates_and_writes_outputs(kvpack, tmp_path, policy, fl
     assert float(outputs["pass-rate"]) == (1.0 if policy == "oracle" else 0.0)
     summary = (tmp_path / "summary.md").read_text()
     assert "| **all** | 3 | 3 |" in summary and ("passed" if passed == "true" else "failed") in summary
+
+
+def test_the_pass_hat_curve_and_flakiness_are_in_the_json_and_the_summary(cli, kvpack):
+    code, out, err = cli("bench", "--pack", "kvbench", "--policy", "callable,function=flaky.py:act", "-k", "4",
+                         "--json", "r.json")
+    assert code == 0, err
+    data = json.loads((kvpack.parent / "r.json").read_text())
+    rows = data["tasks"]
+    curve = data["bench"]["curve"]
+    assert [p["k"] for p in curve] == [1, 2, 3, 4]
+    for point in curve:
+        expected = sum(pass_hat_k(r["trials"], r["passed"], point["k"]) for r in rows) / len(rows)
+        assert point["pass_hat"] == round(expected, 4) and point["tasks"] == 3
+    assert curve[0]["pass_hat"] == data["bench"]["overall"]["pass_at_1"]
+    assert all(a["pass_hat"] >= b["pass_hat"] for a, b in zip(curve, curve[1:], strict=False))  # never rises
+    flaky = data["bench"]["flakiness"]
+    expected_flaky = [r["task_id"] for r in rows if 0 < r["passed"] < r["trials"]]
+    assert flaky["flaky_tasks"] == expected_flaky and flaky["flaky"] == len(expected_flaky) >= 1
+    assert flaky["flaky"] + flaky["always_pass"] + flaky["never_pass"] == 3
+    assert "pass^1..k 1: " in out and f"flaky: {flaky['flaky']} task(s)" in out

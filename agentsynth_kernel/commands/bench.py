@@ -114,7 +114,31 @@ def bench_stats(summary: dict[str, Any]) -> dict[str, Any]:
     tiers: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in tasks:
         tiers[row["tier"] or "-"].append(row)
-    return {"k": k, "overall": block(tasks), "tiers": {t: block(rows) for t, rows in sorted(tiers.items())}}
+    return {"k": k, "overall": block(tasks), "tiers": {t: block(rows) for t, rows in sorted(tiers.items())},
+            "curve": pass_hat_curve(tasks, k), "flakiness": flakiness(tasks)}
+
+
+def pass_hat_curve(tasks: list[dict[str, Any]], k: int) -> list[dict[str, Any]]:
+    """pass^1 .. pass^k (unbiased, mean over tasks) with Wilson intervals: how fast reliability
+    decays when a task must pass j trials out of j. A task with fewer than j trials is left out of j."""
+    from ..stats import pass_hat_k
+
+    curve = []
+    for j in range(1, k + 1):
+        rows = [r for r in tasks if r["trials"] >= j]
+        hat = sum(pass_hat_k(r["trials"], r["passed"], j) for r in rows)
+        curve.append({"k": j, "tasks": len(rows), "pass_hat": round(hat / len(rows), 4) if rows else 0.0,
+                      "ci95": _ci(hat, len(rows))})
+    return curve
+
+
+def flakiness(tasks: list[dict[str, Any]]) -> dict[str, Any]:
+    """Tasks that passed some trials and failed others (flaky), against always / never passing."""
+    flaky = [r["task_id"] for r in tasks if 0 < r["passed"] < r["trials"]]
+    always = sum(1 for r in tasks if r["trials"] and r["passed"] == r["trials"])
+    never = sum(1 for r in tasks if r["passed"] == 0)
+    return {"flaky": len(flaky), "always_pass": always, "never_pass": never,
+            "flaky_share": round(len(flaky) / len(tasks), 4) if tasks else 0.0, "flaky_tasks": flaky}
 
 
 def gate(stats: dict[str, Any], summary: dict[str, Any], floor: float | None, metric: str) -> dict[str, Any] | None:
@@ -359,6 +383,14 @@ def _print_single(summary: dict[str, Any], stats: dict[str, Any], verdict: dict[
     if k > 1:
         line += f"; pass^{k} {_pct(o['pass_hat_k'])} {_ci_text(o['pass_hat_k_ci95'])} over {o['tasks']} tasks"
     console.print(line + " (Wilson 95% intervals)", highlight=False)
+    if k > 1:
+        console.print("pass^1..k " + ", ".join(f"{p['k']}: {_pct(p['pass_hat'])}" for p in stats["curve"]),
+                      highlight=False)
+        f = stats["flakiness"]
+        shown = ", ".join(f["flaky_tasks"][:8]) + (" ..." if len(f["flaky_tasks"]) > 8 else "")
+        console.print(f"flaky: {f['flaky']} task(s) pass some trials and fail others"
+                      f"{' (' + shown + ')' if shown else ''}; always pass {f['always_pass']}, never {f['never_pass']}",
+                      highlight=False, markup=False)
     for line in summary_lines(summary)[1:]:
         if not line.startswith(f"pass^{k} "):
             console.print(line, highlight=False)
