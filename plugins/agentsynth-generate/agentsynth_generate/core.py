@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import random
 from collections.abc import Callable
 from pathlib import Path
@@ -66,6 +67,7 @@ class GenerateConfig:
     timeout: float = 120.0
     max_retries: int = 4
     concurrency: int = 1  # items in flight; output order and content do not depend on it
+    dedup: bool = False  # reject a record that repeats an earlier accepted one (request, calls, answer)
 
 
 @attrs.define
@@ -179,6 +181,7 @@ class Generation:
                            temperature=config.temperature, max_tokens=config.max_tokens)
         self.out, self.rejected_out, self.on_progress, self.sink = out, rejected_out, on_progress, sink
         self.judge = None
+        self.seen: set[str] = set()
         self.report = Report()
         self.problems = self._check()
 
@@ -375,6 +378,18 @@ class Generation:
         return self.report
 
     def _record(self, item: Item, outcome: str, record: dict[str, Any], stages: list[tuple[str, str | None]]) -> None:
+        if self.config.dedup and outcome == "accepted":
+            key = _fingerprint(record)
+            if key in self.seen:
+                outcome = "rejected"
+                record["verification"]["dedup"] = {"rejected": "duplicate"}
+                record["rejected"] = Rejection("dedup", "duplicate", "request, calls and answer repeat an earlier "
+                                                                     "accepted record").to_dict()
+                stages = [*stages, ("dedup", "duplicate")]
+            else:
+                self.seen.add(key)
+                record["verification"]["dedup"] = "pass"
+                stages = [*stages, ("dedup", None)]
         for stage, reason in stages:
             count = self.report.stages[stage]
             count.entered += 1
@@ -397,6 +412,13 @@ class Generation:
             self.report.errors.append(f"{item.id}: {record['error']}")
         if self.on_progress is not None:
             self.on_progress(_progress_line(item, self.report.planned, outcome, record))
+
+
+def _fingerprint(record: dict[str, Any]) -> str:
+    calls = [(c["function"]["name"], c["function"]["arguments"]) for m in record["messages"] for c in m.get("tool_calls", ())]
+    answer = next((m["content"] for m in reversed(record["messages"]) if m["role"] == "assistant" and not m.get("tool_calls")), "")
+    material = json.dumps([" ".join(record["query"].lower().split()), calls, " ".join(str(answer).lower().split())])
+    return hashlib.sha256(material.encode()).hexdigest()
 
 
 def _summary(record: dict[str, Any]) -> dict[str, Any]:

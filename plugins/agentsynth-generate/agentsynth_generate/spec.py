@@ -49,6 +49,7 @@ class GenerateSpec:
     cache: bool = True
     timeout: float = 120.0
     concurrency: int = 1
+    dedup: bool = False
 
 
 def problems_of(spec: GenerateSpec) -> list[str]:
@@ -175,4 +176,4 @@ def config_of(spec: GenerateSpec, host: Any, *, seed: int = 0) -> GenerateConfig
         temperature=spec.temperature, max_tokens=spec.max_tokens, max_turns=spec.max_turns, semantic=spec.semantic,
         judge=judge, judge_threshold=spec.judge_threshold, per_role=spec.per_role, python_env=dict(spec.python_env),
         cache=spec.cache, budget_usd=spec.budget_usd, budget_tokens=spec.budget_tokens, timeout=spec.timeout,
-        concurrency=spec.concurrency)
+        concurrency=spec.concurrency, dedup=spec.dedup)

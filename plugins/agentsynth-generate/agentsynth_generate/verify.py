@@ -13,6 +13,8 @@ Each stage sees only what the previous ones accepted; a rejected item keeps the 
   rubric prompt to the generating model.
 - **world**: when the scenario is a pack's task, the trajectory is replayed in a fresh world and the
   task's checkers decide on its end state.
+- **dedup** (``--dedup``): a record whose request, calls and answer repeat an earlier accepted one is
+  rejected (decided in item order, so the result does not depend on ``--concurrency``).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from .backends import extract_json
 from .llm import Caller, json_schema
 from .modes import Draft, render_for_review
 
-STAGES = ("format", "execution", "semantic", "world")
+STAGES = ("format", "execution", "semantic", "world", "dedup")
 
 
 @attrs.define

@@ -238,3 +238,15 @@ def test_back_translations_a_small_model_gets_wrong_are_rejected(model: Any) -> 
         m.back = back
         records, report = generate_records(base(server, tools=WEATHER_TOOLS, mode=["back"]))
         assert report["stages"]["semantic"]["rejected"] == {reason: 1}, (reason, report["stages"])
+
+
+def test_dedup_rejects_repeats_in_item_order(model: Any) -> None:
+    m, server = model
+    params = base(server, tools=WEATHER_TOOLS, query=["Weather in Lisbon?", "weather in  LISBON?", "Weather in Rome?"],
+                  n=2, dedup=True)
+    records, report = generate_records(params)
+    # the scripted teacher answers every sample of a request alike: one record per distinct request survives
+    assert [r["id"] for r in records] == ["q0-0-single_agent", "q2-0-single_agent"]
+    assert report["stages"]["dedup"] == {"entered": 6, "passed": 2, "rejected": {"duplicate": 4}, "pass_rate": round(2 / 6, 4)}
+    again, _ = generate_records({**params, "concurrency": 4})
+    assert [r["id"] for r in again] == [r["id"] for r in records]
