@@ -44,6 +44,7 @@ SYSTEM = {
     "auditor": "You review tasks for quality before they are used.",
     "reflector": "You explain why a generated task was rejected and how to make the next one better.",
     "loop_judge": "You decide whether a generated task separates strong solvers from weak ones.",
+    "mutator": "You improve the instructions of a data-generation pipeline, one small change at a time.",
 }
 
 
@@ -379,7 +380,7 @@ ProgressFn = Callable[[str, dict[str, Any]], None]
 
 def _fingerprint(settings: Settings) -> str:
     data = attrs.asdict(settings)
-    for key in ("concurrency", "limit", "out", "base_dir", "cache"):
+    for key in ("concurrency", "limit", "out", "base_dir", "cache", "mutator", "metaopt"):
         data.pop(key, None)
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
 

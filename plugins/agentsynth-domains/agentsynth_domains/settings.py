@@ -86,6 +86,8 @@ class Settings:
     out: str | None = None
     harness: Harness = Harness()
     base_dir: str = "."
+    mutator: LLMSpec | None = None
+    metaopt: dict[str, Any] = attrs.field(factory=dict)
 
 
 _KEYS = {"domain", "challenger", "weak", "strong", "judge", "auditor", "reflector", "loop_judge", "attempts",
@@ -237,6 +239,11 @@ def parse_settings(params: dict[str, Any], *, source: str, base_dir: Path) -> Se
     if out is not None and not isinstance(out, str):
         problems.append(f"{where}.out: expected a file path")
     harness = parse_harness(params.get("harness"), f"{where}.harness", problems)
+    mutator = llm_spec(params["mutator"], f"{where}.mutator", problems) if "mutator" in params else None
+    metaopt = params.get("metaopt") or {}
+    if not isinstance(metaopt, dict):
+        problems.append(f"{where}.metaopt: expected a mapping (generations, train_items, val_items, temperature)")
+        metaopt = {}
     if problems:
         raise SpecError(source, problems)
     assert roles["challenger"] and roles["weak"] and roles["strong"] and judge  # checked above
@@ -247,5 +254,5 @@ def parse_settings(params: dict[str, Any], *, source: str, base_dir: Path) -> Se
         attempts=attempts or 4, max_rounds=max_rounds or 3, acceptance=acceptance,
         audit=flag("audit", True), short_circuit_strong=flag("short_circuit_strong", False), thresholds=thresholds,
         pii=pii, concurrency=concurrency or 2, limit=limit, cache=flag("cache", True), out=out, harness=harness,
-        base_dir=str(base_dir),
+        base_dir=str(base_dir), mutator=mutator or roles["challenger"], metaopt=metaopt,
     )
