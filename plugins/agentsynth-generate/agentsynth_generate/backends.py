@@ -22,33 +22,50 @@ def _cap(obs: Observation) -> Observation:
 
 
 class WorldTools:
-    """A fresh world built through the kernel registry (``environment`` of a pack, or any registered type)."""
+    """A fresh world built through the kernel registry (``environment`` of a pack, or any registered type).
+
+    Its sync methods run on one thread of its own (thread-bound objects such as sqlite3 connections work,
+    the event loop is never blocked, and an item that hangs in its world can be timed out)."""
 
     grounding = "world"
 
     def __init__(self, host: Any, pack: Any, task: Any) -> None:
+        import concurrent.futures
+
         self.host, self.pack, self.task = host, pack, task
+        self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="generate-world")
         self.env: Any = None
+        self.busy = 0  # calls running on the world's thread (one stuck there means the world hung)
         self.specs: list[ToolSpec] = []
         self.initial = ""
         self.system = getattr(pack, "system_prompt", "") or ""  # the world's house rules
 
+    async def _run(self, method: Any, *args: Any) -> Any:
+        import asyncio
+        import inspect
+
+        if inspect.iscoroutinefunction(method):
+            return await method(*args)
+        self.busy += 1
+        try:
+            result = await asyncio.get_running_loop().run_in_executor(self.pool, lambda: method(*args))
+        finally:
+            self.busy -= 1
+        return await result if inspect.isawaitable(result) else result
+
     async def open(self, seed: int) -> None:
-        from agentsynth_kernel.components import call
         from agentsynth_kernel.spec import build
 
         cspec = self.pack.task_environment(self.task)
-        self.env = build("environment", cspec, host=self.host, base_dir=self.pack.base_dir, task=self.task,
-                         pack=self.pack)
-        first = await call(self.env.reset, seed)
+        self.env = await self._run(lambda: build("environment", cspec, host=self.host, base_dir=self.pack.base_dir,
+                                                 task=self.task, pack=self.pack))
+        first = await self._run(self.env.reset, seed)
         self.initial = getattr(first, "content", "") or ""
-        self.specs = tool_specs(list(await call(self.env.tools)))
+        self.specs = tool_specs(list(await self._run(self.env.tools)))
 
     async def call(self, action: ToolCall, history: list[dict[str, Any]]) -> Observation:
-        from agentsynth_kernel.components import call
-
         try:
-            obs = await call(self.env.step, action)
+            obs = await self._run(self.env.step, action)
         except Exception as exc:  # noqa: BLE001 - a tool that raises is an error result, not a crashed run
             return Observation(f"error: {type(exc).__name__}: {exc}", error=True)
         if not isinstance(obs, Observation):
@@ -56,13 +73,12 @@ class WorldTools:
         return _cap(obs)
 
     async def close(self) -> None:
-        from agentsynth_kernel.components import call
-
-        if self.env is not None:
-            try:
-                await call(self.env.close)
-            finally:
-                self.env = None
+        try:
+            if self.env is not None and not self.busy:  # a hung call holds the thread: do not queue behind it
+                await self._run(self.env.close)
+        finally:
+            self.env = None
+            self.pool.shutdown(wait=False)  # a thread stuck in a hung world is left behind, not waited for
 
 
 SIMULATOR_PROMPT = (

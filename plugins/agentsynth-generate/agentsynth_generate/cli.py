@@ -140,6 +140,8 @@ def print_summary(s: dict[str, Any]) -> None:
 @click.option("--no-cache", is_flag=True, help="Do not use the LLM response cache.")
 @click.option("--concurrency", type=click.IntRange(1, 1024), default=1, show_default=True,
               help="Items in flight; records are still written in item order, identical to a sequential run.")
+@click.option("--item-timeout", type=click.FloatRange(min=0, min_open=True), default=900.0, show_default=True,
+              help="Seconds to make one item (its world and model calls); a hung item fails, the run goes on.")
 @click.option("--dedup", is_flag=True, help="Reject records repeating an earlier accepted one (request, calls, answer).")
 @click.option("--json", "json_path", metavar="PATH", help="Write the report as JSON ('-' for stdout).")
 @click.option("--quiet", is_flag=True, help="No progress lines and no summary.")
@@ -151,7 +153,7 @@ def generate_command(ctx: click.Context, queries_: tuple[str, ...], queries: Pat
                      judge_param: tuple[str, ...], judge_threshold: float, no_semantic: bool,
                      python_param: tuple[str, ...], out: Path | None, rejected: Path | None, per_role: bool,
                      budget_usd: float | None, budget_tokens: int | None, no_cache: bool, concurrency: int,
-                     dedup: bool, json_path: str | None, quiet: bool) -> None:
+                     item_timeout: float, dedup: bool, json_path: str | None, quiet: bool) -> None:
     """Generate verified training trajectories (OpenAI/TRL chat messages with tool calls).
 
     From queries (-q, --queries), taxonomy samples (--sample, --domain) or a pack's tasks, with tools from
@@ -171,7 +173,7 @@ def generate_command(ctx: click.Context, queries_: tuple[str, ...], queries: Pat
         "python_env": dict(_param(p, "--python-param") for p in python_param),
         "out": str(out) if out else None, "rejected": str(rejected) if rejected else None,
         "budget_usd": budget_usd, "budget_tokens": budget_tokens, "cache": not no_cache, "concurrency": concurrency,
-        "dedup": dedup,
+        "dedup": dedup, "item_timeout": item_timeout,
     }
     if judge:
         params["judge"] = {"type": judge, **dict(_param(p, "--judge-param") for p in judge_param)}

@@ -68,6 +68,7 @@ class GenerateConfig:
     max_retries: int = 4
     concurrency: int = 1  # items in flight; output order and content do not depend on it
     dedup: bool = False  # reject a record that repeats an earlier accepted one (request, calls, answer)
+    item_timeout: float = 900.0  # seconds for one item's making (world and model calls); then it fails
 
 
 @attrs.define
@@ -240,8 +241,10 @@ class Generation:
                                   "source": item.scenario.source}
         try:
             try:
-                await backend.open(item.seed)
-                draft = await RUNNERS[item.mode](item.scenario.query, llm, backend, max_turns=self.config.max_turns, rng=rng)
+                draft = await asyncio.wait_for(self._make(item, llm, backend, rng), timeout=self.config.item_timeout)
+            except TimeoutError:
+                return "incomplete", {**record, "error": f"timed out after {self.config.item_timeout:g}s "
+                                                        "(a hung world or model call)", "_requests": llm.by_purpose}, []
             finally:
                 await backend.close()
             stages: dict[str, Any] = {}
@@ -290,6 +293,10 @@ class Generation:
             record["rejected"] = rejection.to_dict()
             return "rejected", record, events
         return "accepted", record, events
+
+    async def _make(self, item: Item, llm: Caller, backend: Any, rng: random.Random) -> Any:
+        await backend.open(item.seed)
+        return await RUNNERS[item.mode](item.scenario.query, llm, backend, max_turns=self.config.max_turns, rng=rng)
 
     @staticmethod
     def _stage(stage: str, rejection: Rejection | None, stages: dict[str, Any], events: list[tuple[str, str | None]],

@@ -50,6 +50,7 @@ class GenerateSpec:
     timeout: float = 120.0
     concurrency: int = 1
     dedup: bool = False
+    item_timeout: float = 900.0
 
 
 def problems_of(spec: GenerateSpec) -> list[str]:
@@ -57,6 +58,8 @@ def problems_of(spec: GenerateSpec) -> list[str]:
     problems = []
     if not 1 <= spec.n <= 100_000:
         problems.append(f"n: expected an integer >= 1 and <= 100,000, got {spec.n}")
+    if not 0 < spec.item_timeout <= 7 * 24 * 3600:
+        problems.append(f"item_timeout: expected seconds > 0 and <= 604800, got {spec.item_timeout}")
     if not 1 <= spec.concurrency <= 1024:
         problems.append(f"concurrency: expected an integer >= 1 and <= 1024, got {spec.concurrency}")
     if not 1 <= spec.max_turns <= 100:
@@ -176,4 +179,5 @@ def config_of(spec: GenerateSpec, host: Any, *, seed: int = 0) -> GenerateConfig
         temperature=spec.temperature, max_tokens=spec.max_tokens, max_turns=spec.max_turns, semantic=spec.semantic,
         judge=judge, judge_threshold=spec.judge_threshold, per_role=spec.per_role, python_env=dict(spec.python_env),
         cache=spec.cache, budget_usd=spec.budget_usd, budget_tokens=spec.budget_tokens, timeout=spec.timeout,
-        concurrency=spec.concurrency, dedup=spec.dedup)
+        concurrency=spec.concurrency, dedup=spec.dedup,
+        item_timeout=spec.item_timeout)

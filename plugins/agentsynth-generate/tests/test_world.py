@@ -132,3 +132,56 @@ def test_unknown_world_type_is_a_clear_error(model: Any, tmp_path: Path) -> None
         generate_records(base(server, world={"type": "sqll"}, query=["x"]))
     with pytest.raises(SpecError, match="no such pack"):
         generate_records(base(server, pack=str(tmp_path / "missing"), query=["x"]))
+
+
+class HangingWorld:
+    """A world whose tool never returns in time (a stand-in for a hung server or a runaway process)."""
+
+    def __init__(self, seconds: float = 3.0) -> None:
+        self.seconds = seconds
+
+    def reset(self, seed: int) -> Any:
+        from agentsynth_kernel import Observation
+
+        return Observation("")
+
+    def tools(self) -> list[Any]:
+        from agentsynth_kernel import ToolSpec
+
+        return [ToolSpec("wait", "Waits.", {"type": "object", "properties": {}})]
+
+    def step(self, call: Any) -> Any:
+        import time
+
+        from agentsynth_kernel import Observation
+
+        time.sleep(self.seconds)
+        return Observation("finally")
+
+    def close(self) -> None:
+        pass
+
+
+class HangingPlugin:
+    from agentsynth_kernel import hookimpl
+
+    @hookimpl
+    def register_environments(self, register: Any) -> None:
+        register("hanging_test_world", HangingWorld)
+
+
+def test_an_item_that_hangs_in_its_world_times_out_and_the_run_goes_on(model: Any) -> None:
+    from agentsynth_kernel import get_host
+
+    m, server = model
+    host = get_host()
+    host.add_plugin(HangingPlugin(), "hanging-world-test")
+    try:
+        m.agent = lambda r: (reply("done") if any(x["role"] == "tool" for x in r["messages"]) else
+                             tool_calls(("wait", {})) if "slow" in r["messages"][1]["content"] else reply("no tool"))
+        records, report = generate_records(base(server, world={"type": "hanging_test_world"}, item_timeout=0.5,
+                                                query=["be slow", "be quick"]))
+    finally:
+        host.remove_plugin("hanging-world-test")
+    assert report["incomplete"] == 1 and "q0-0-single_agent: timed out after 0.5s" in report["errors"][0]
+    assert report["stages"]["format"]["rejected"] == {"no_tool_call": 1}  # the next item still ran
