@@ -28,6 +28,8 @@ def report(run_dirs: tuple[Path, ...], output: Path, title: str, labels: tuple[s
     """
     from .html import build_report
 
+    if len(labels) > len(run_dirs):
+        raise click.BadParameter(f"given {len(labels)} times for {len(run_dirs)} run(s)", param_hint="--label")
     info = build_report(list(run_dirs), output, title=title, labels=labels)
     click.echo(f"wrote {info['path']}: {info['runs']} run(s), {info['episodes']:,} episode(s), "
                f"{info['bytes'] / 1e6:.2f} MB in {info['seconds']:.2f} s")

@@ -14,7 +14,9 @@ from __future__ import annotations
 import hashlib
 import ipaddress
 import json
+import shutil
 import socket
+import tempfile
 import threading
 import time
 from collections.abc import Sequence
@@ -23,10 +25,11 @@ from typing import Any
 
 import click
 from starlette.applications import Starlette
+from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -35,7 +38,7 @@ from agentsynth_kernel.engine import session_state
 from agentsynth_kernel.records import to_builtins
 from agentsynth_kernel.store import STORE_FILE
 
-from .html import asset, script_json
+from .html import asset, build_report, script_json
 from .model import compare_if_paired, digest_store, find_run_dirs, leaderboard, open_store
 from .playground import Playground, pack_list
 
@@ -278,6 +281,24 @@ def create_app(roots: Sequence[Path], *, public: bool = False, playground_delay:
             return _error(f"no episode ({q.get('task')!r}, trial {trial}, seed {seed}) in this run", 404)
         return JSONResponse(episode)
 
+    async def download(request: Request) -> Response:
+        """The static report of the given runs, built on demand (the same file `agentsynth report` writes)."""
+        keys = [k for k in request.query_params.get("runs", "").split(",") if k][:8]
+        found = await run_in_threadpool(runs.scan)
+        paths = [found.get(k) for k in keys]
+        if not paths or any(p is None for p in paths):
+            return _error("unknown run (runs=KEY,KEY)", 404)
+        tmp = Path(tempfile.mkdtemp(prefix="agentsynth-serve-"))
+        try:
+            await run_in_threadpool(build_report, [p for p in paths if p is not None], tmp / "report.html")
+        except AgentsynthError as exc:
+            shutil.rmtree(tmp, ignore_errors=True)
+            return _error(str(exc), 500)
+        name = "-".join(Path(str(p)).name for p in paths)[:80] or "report"
+        return FileResponse(tmp / "report.html", media_type="text/html; charset=utf-8",
+                            filename=f"agentsynth-{name}.html",
+                            background=BackgroundTask(shutil.rmtree, tmp, ignore_errors=True))
+
     async def api_leaderboard(request: Request) -> Response:
         def board() -> dict[str, Any]:
             digests = []
@@ -331,7 +352,7 @@ def create_app(roots: Sequence[Path], *, public: bool = False, playground_delay:
         Route("/", index), Route("/runs/{key}", run_page), Route("/compare", compare_page),
         Route("/leaderboard", leaderboard_page), Route("/playground", playground_page),
         Route("/static/{name}", static),
-        Route("/api/runs", api_runs), Route("/api/report", api_report),
+        Route("/api/runs", api_runs), Route("/api/report", api_report), Route("/report.html", download),
         Route("/api/runs/{key}/episode", api_episode), Route("/api/leaderboard", api_leaderboard),
         Route("/api/packs", api_packs), Route("/api/playground", api_play, methods=["POST"]),
         Route("/api/playground/{sid}", api_play_get),

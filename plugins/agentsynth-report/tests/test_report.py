@@ -54,6 +54,9 @@ def test_report_refuses_bad_input_with_the_path(tmp_path: Path) -> None:
     assert not (tmp_path / "r.html").exists()
     done = agentsynth("report")
     assert done.returncode == 2 and "Missing argument" in done.stderr
+    (tmp_path / "x").mkdir()
+    done = agentsynth("report", str(garbage), "--label", "a", "--label", "b", "-o", str(tmp_path / "r.html"))
+    assert done.returncode == 2 and "--label" in done.stderr and "given 2 times for 1 run(s)" in done.stderr
 
 
 def test_report_in_chromium_charts_grid_viewer(runs_root: Path, tmp_path: Path, page: Page) -> None:

@@ -39,6 +39,22 @@ def test_api_lists_runs_and_serves_episodes(server: Server) -> None:
     assert [e["rank"] for e in board["core"]][0] == 1 and board["core"][0]["policy"] == "oracle"
 
 
+def test_a_static_report_can_be_downloaded(server: Server, page: Page) -> None:
+    keys = _keys(server)
+    response = server.get(f"/report.html?runs={keys['oracle']},{keys['random']}")
+    assert response.status_code == 200 and response.headers["content-type"].startswith("text/html")
+    assert 'filename="agentsynth-oracle-random.html"' in response.headers["content-disposition"]
+    assert response.text.startswith("<!doctype html>") and 'id="c1-0"' in response.text
+    assert server.get("/report.html?runs=nope").status_code == 404
+    p = page.page
+    p.goto(server.url + "/runs/" + keys["oracle"])
+    p.wait_for_selector("body[data-ready]")
+    with p.expect_download() as info:
+        p.click("a.download")
+    assert info.value.suggested_filename == "agentsynth-oracle.html"
+    assert page.errors == []
+
+
 def test_requests_cannot_leave_the_run_directories(server: Server) -> None:
     for path in ("/static/../html.py", "/static/..%2F..%2Fhtml.py", "/static/%2e%2e/server.py", "/static/app.py",
                  "/api/runs/..%2F..%2Fetc/episode?task=a&trial=0&seed=0", "/runs/%2Fetc%2Fpasswd",

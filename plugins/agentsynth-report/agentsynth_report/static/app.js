@@ -655,6 +655,7 @@
 
   function reportPage(root, keys) {
     var url = "/api/report?runs=" + keys.map(encodeURIComponent).join(",");
+    var download = "/report.html?runs=" + keys.map(encodeURIComponent).join(",");
     var hadViewer = false;
     function load() {
       return api(url).then(function (bundle) {
@@ -662,6 +663,8 @@
         STATE.bundle = bundle;
         var scrollY = window.scrollY;
         renderReport(root, bundle);
+        var head = root.querySelector("header.head");
+        if (head) head.appendChild(el("a", { class: "download", href: download, text: "download as one HTML file" }));
         window.scrollTo(0, scrollY);
         if (!hadViewer) { hadViewer = true; openFromHash(); }
         if (bundle.runs.some(function (r) { return r.state === "running"; })) setTimeout(load, 2000);
