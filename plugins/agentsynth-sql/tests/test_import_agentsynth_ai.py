@@ -222,7 +222,6 @@ def test_json_packs_and_options(tmp_path):
 
 def test_pack_import_is_a_subcommand_of_the_kernels_pack_group(tmp_path):
     """Through the real hook: the sql plugin's register_commands adds `import` to `pack`."""
-    cli.load_plugin_commands()
     get_host()
     out = tmp_path / "cli-pack"
     result = CliRunner().invoke(cli, ["pack", "import", str(PACK), "--from", "agentsynth-ai", "-o", str(out)],
@@ -234,9 +233,8 @@ def test_pack_import_is_a_subcommand_of_the_kernels_pack_group(tmp_path):
     assert bad.exit_code == 2 and "'tau-bench' is not 'agentsynth-ai'" in bad.output
 
 
-@pytest.mark.xfail(reason="the kernel's built-in `pack` group does not load plugin subcommands yet: "
-                          "/tmp/kernel-requests/agentsynth-sql.patch (agentsynth_kernel/cli.py)", strict=False)
 def test_pack_import_from_the_command_line(tmp_path):
+    """The real command line: the kernel's `pack` group loads plugin subcommands on a miss."""
     code = "import sys; from agentsynth_kernel.cli import main; sys.argv[0] = 'agentsynth'; main()"
     run = subprocess.run([sys.executable, "-c", code, "pack", "import", str(PACK), "--from", "agentsynth-ai",
                           "-o", str(tmp_path / "p")], capture_output=True, text=True, timeout=120, cwd=tmp_path)
@@ -261,7 +259,6 @@ def test_the_readme_section_runs(tmp_path, monkeypatch):
                                                           ["bench", "--pack"]]
     (tmp_path / "tests").symlink_to(Path(__file__).parent)
     monkeypatch.chdir(tmp_path)
-    cli.load_plugin_commands()
     outputs = []
     for line in lines:
         result = CliRunner().invoke(cli, shlex.split(line)[1:], catch_exceptions=False)
