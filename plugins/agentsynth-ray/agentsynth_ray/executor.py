@@ -57,6 +57,7 @@ class RayExecutor:
     num_cpus: CPUs each actor reserves.  per_worker: episodes in flight on one actor.
     runtime_env: passed to ``ray.init`` (pip packages, env_vars, working_dir for the workers).
     retries: how many times an episode whose worker died is played again on a fresh one.
+    connect_timeout: seconds ``ray.init`` may take (Ray retries an unreachable address for ever).
     """
 
     def __init__(
@@ -68,12 +69,14 @@ class RayExecutor:
         runtime_env: dict[str, Any] | None = None,
         retries: Annotated[int, Bounds(low=0, high=10)] = 1,
         namespace: str | None = None,
+        connect_timeout: Annotated[float, Bounds(above=0)] = 120.0,
         run: Any = None,
     ) -> None:
         self.address = str(address) if address is not None else None
         self.workers_wanted, self.num_cpus, self.per_worker = workers, float(num_cpus), int(per_worker)
         self.runtime_env, self.retries, self.namespace = runtime_env, int(retries), namespace
         self.run = run
+        self.connect_timeout = float(connect_timeout)
         # the engine awaits this many episodes at once; without an explicit worker count it is only
         # known once connected, so the spec's concurrency stays the bound until then
         self.concurrency: int | None = workers * self.per_worker if workers else None
@@ -124,8 +127,15 @@ class RayExecutor:
                 kwargs["runtime_env"] = self.runtime_env
             if self.namespace:
                 kwargs["namespace"] = self.namespace
-            # ray.init blocks for seconds (it may start a whole cluster): not on the event loop
-            await asyncio.to_thread(ray.init, address=self.address, **kwargs)
+            # ray.init blocks for seconds (it may start a whole cluster), and retries an unreachable
+            # address for ever: on a daemon thread, given up after connect_timeout
+            try:
+                await asyncio.wait_for(_on_daemon_thread(ray.init, address=self.address, **kwargs),
+                                       timeout=self.connect_timeout)
+            except TimeoutError:
+                raise AgentsynthError(
+                    f"ray executor: no Ray cluster answered at {self.address or '$RAY_ADDRESS / the default'} "
+                    f"within {self.connect_timeout:g} s (connect_timeout)") from None
             self.owns_ray = True
         _raylet_notices_to_stderr()
         count = self.workers_wanted
@@ -347,6 +357,36 @@ class RayExecutor:
         if self.owns_ray and ray.is_initialized():
             await asyncio.to_thread(ray.shutdown)
             self.owns_ray = False
+
+
+async def _on_daemon_thread(fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)`` on a daemon thread: one that never returns cannot hold up the exit
+    (``asyncio.to_thread``'s pool is joined when the loop closes)."""
+    import threading
+
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
+
+    def settle(value: Any, exc: BaseException | None) -> None:
+        if future.done():
+            return
+        if exc is not None:
+            future.set_exception(exc)
+        else:
+            future.set_result(value)
+
+    def target() -> None:
+        try:
+            value, exc = fn(*args, **kwargs), None
+        except BaseException as error:  # handed to the awaiting coroutine
+            value, exc = None, error
+        try:
+            loop.call_soon_threadsafe(settle, value, exc)
+        except RuntimeError:  # the loop is gone
+            pass
+
+    threading.Thread(target=target, name="agentsynth-ray-init", daemon=True).start()
+    return await future
 
 
 def _raylet_notices_to_stderr() -> None:

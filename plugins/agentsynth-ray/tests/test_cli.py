@@ -80,3 +80,22 @@ def test_the_readme_example_runs(cli_env, tmp_path):
         assert result.returncode == 0, (line, result.stderr[-3000:])
     report = json.loads((tmp_path / "bench.json").read_text())
     assert report["counts"] == {"passed": 22, "failed": 0, "error": 0}  # the oracle solves all of core, on Ray
+
+
+def test_an_unreachable_cluster_fails_each_episode_with_one_clear_line_not_a_hang(tmp_path):
+    import os
+    import socket
+
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    env = {**os.environ, "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+    env.pop("RAY_ADDRESS", None)
+    proc = _agentsynth(["bench", "--pack", "core", "--policy", "oracle", "--only", "order-total", "--executor",
+                        f"ray,address=127.0.0.1:{port},workers=1,connect_timeout=3", "--json", "out.json", "-q"],
+                       tmp_path, env)
+    _, err = proc.communicate(timeout=120)
+    report = json.loads((tmp_path / "out.json").read_text())
+    assert report["counts"]["error"] == 1 and "Traceback" not in err
+    error = report["results"][0]["error"]
+    assert f"no Ray cluster answered at 127.0.0.1:{port} within 3 s (connect_timeout)" in error, error
