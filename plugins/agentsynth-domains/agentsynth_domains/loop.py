@@ -48,6 +48,9 @@ SYSTEM = {
 }
 
 
+JSON_ROLES = ("challenger", "judge", "auditor", "loop_judge", "mutator")
+
+
 def system_prompt(settings: Settings, role: str) -> str:
     rules = settings.harness.rules.get(role) or []
     text = SYSTEM[role]
@@ -203,11 +206,15 @@ class Loop:
                     {"role": "user", "content": prompt}]
         from agentsynth_kernel.llm import LLMError
 
+        extra: dict[str, Any] = {}
+        json_mode = spec.json_mode if spec.json_mode is not None else spec.model.split("/")[0] == "local"
+        if json_mode and role in JSON_ROLES:
+            extra["response_format"] = {"type": "json_object"}
         try:
             response = await self.client.complete(
                 messages, model=spec.model, api_base=spec.api_base, api_key_env=spec.api_key_env,
                 temperature=spec.temperature if temperature is None else temperature, max_tokens=spec.max_tokens,
-                cache_salt=salt)
+                cache_salt=salt, **extra)
         except LLMError as exc:
             raise ItemFailed(f"{role} ({spec.model}): {exc}") from None
         if not response.cached:

@@ -29,6 +29,7 @@ class LLMSpec:
     api_key_env: str | None = None
     temperature: float | None = None
     max_tokens: int | None = 1024
+    json_mode: bool | None = None  # ask for response_format json_object on JSON roles (default: on for local)
 
     def to_dict(self) -> dict[str, Any]:
         return {k: v for k, v in attrs.asdict(self).items() if v is not None}
@@ -124,8 +125,13 @@ def llm_spec(value: Any, where: str, problems: list[str]) -> LLMSpec | None:
         if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1):
             problems.append(f"{where}.max_tokens: expected a positive integer")
             return None
+        json_mode = value.get("json_mode")
+        if json_mode is not None and not isinstance(json_mode, bool):
+            problems.append(f"{where}.json_mode: expected true or false")
+            return None
         return LLMSpec(value["model"], value.get("api_base"), value.get("api_key_env"),
-                       None if temperature is None else float(temperature), max_tokens if "max_tokens" in value else 1024)
+                       None if temperature is None else float(temperature), max_tokens if "max_tokens" in value else 1024,
+                       json_mode)
     problems.append(f"{where}: expected a model string or a mapping with 'model:', got {value!r}")
     return None
 

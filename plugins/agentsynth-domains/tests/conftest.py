@@ -50,7 +50,8 @@ class Roles:
             key = (who, model, user)
             n = self.seen[key]
             self.seen[key] += 1
-            self.log.append({"role": role, "who": who, "model": model, "messages": messages, "user": user})
+            self.log.append({"role": role, "who": who, "model": model, "messages": messages, "user": user,
+                             "body": body})
         answer = self.answers.get(who)
         if answer is None:
             return reply(json.dumps({"pass": True, "reason": "fine"}) if who == "auditor" else "no script")

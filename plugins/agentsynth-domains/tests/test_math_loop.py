@@ -147,3 +147,16 @@ def test_an_llm_error_fails_only_that_item_and_a_rerun_retries_it(server, run_sp
     assert report["restored_items"] == 2 and report["done_items"] == 1 and report["accepted"] == 3
     records = read_jsonl(report["output"])
     assert sorted(r["metadata"]["item"] for r in records) == ["math-0000", "math-0001", "math-0002"]
+
+
+def test_json_mode_asks_for_json_only_on_json_roles(server, run_spec):
+    from conftest import llm
+
+    roles = Roles(challenger=challenger_for(), weak=solver(0), strong=solver(4))
+    server.handler = roles
+    code, _, out = run_spec(math_spec(server, challenger={**llm(server, "challenger"), "json_mode": True},
+                                      weak={**llm(server, "weak"), "json_mode": True}))
+    assert code == 0, out
+    assert roles.calls("challenger")[0]["body"]["response_format"] == {"type": "json_object"}
+    assert all("response_format" not in c["body"] for c in roles.calls("weak"))  # solvers answer in prose
+    assert all("response_format" not in c["body"] for c in roles.calls("auditor"))  # json_mode is per model
