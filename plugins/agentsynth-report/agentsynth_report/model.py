@@ -217,6 +217,7 @@ def _task_stats(tasks: list[_Task], trials: int) -> tuple[list[dict[str, Any]], 
         rows.append({
             "id": t.id, "tier": t.tier, "split": t.split, "n": n, "passed": c,
             "errors": sum(1 for code in grid if code == 2), "pass1": round(c / n, 4) if n else 0.0,
+            "pass1_ci": _ci(c, n),
             "pass_hat": [round(pass_hat_k(n, c, k), 4) for k in range(1, n + 1)],
             "flaky": 0 < c < n, "grid": grid, "trial_ids": [trial for trial, _ in sorted(t.trials)],
         })

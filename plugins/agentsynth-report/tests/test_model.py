@@ -53,6 +53,8 @@ def test_digest_counts_rates_curves_and_flakiness(tmp_path: Path) -> None:
     tasks = {t["id"]: t for t in d["tasks"]}
     assert [t for t in tasks if tasks[t]["flaky"]] == ["b"]
     assert tasks["b"]["grid"] == [1, 0, 2]
+    assert tasks["b"]["pass1_ci"][0] < 1 / 3 < tasks["b"]["pass1_ci"][1]
+    assert tasks["a"]["pass_hat"] == [1.0, 1.0, 1.0] and tasks["b"]["pass_hat"] == [0.3333, 0.0, 0.0]
     assert d["usage"]["cost_usd"] == pytest.approx(0.09)
     assert d["judge"]["judge.helpful"]["mean"] == pytest.approx(0.6)
     assert d["judge"]["judge.helpful"]["n"] == 9

@@ -443,8 +443,9 @@
       runs.forEach(function (r, i) {
         var t = r.tasks[taskIndex(r)[id]];
         if (!t) { cells.push(el("td", { class: "muted", text: "–" }), el("td"), el("td")); return; }
-        cells.push(el("td", { class: "num", text: pct(t.pass1) + (t.flaky ? " ~" : "") }));
-        cells.push(el("td", null, sparkline(t.pass_hat)));
+        cells.push(el("td", { class: "num", title: "95% Wilson interval over its " + t.n + " trials" },
+          [pct(t.pass1) + (t.flaky ? " ~" : ""), el("div", { class: "muted small", text: ci(t.pass1_ci) })]));
+        cells.push(el("td", { title: "pass^1.." + t.n + ": " + t.pass_hat.map(pct).join(", ") }, sparkline(t.pass_hat)));
         cells.push(el("td", null, gridCells(i, id)));
       });
       return el("tr", null, cells);
