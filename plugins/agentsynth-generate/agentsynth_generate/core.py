@@ -225,7 +225,8 @@ class Generation:
             return WorldTools(self.host, pyp, task), None
         if pack is not None:
             task = scenario.task if scenario.task is not None else Task(id=scenario.id, instruction=scenario.query)
-            return WorldTools(self.host, pack, task), scenario.task
+            # a back-translated request is written after the calls: the task's checkers do not state it
+            return WorldTools(self.host, pack, task), scenario.task if item.mode != "back" else None
         tools = self.inputs.tools or self.inputs.domain_tools.get(scenario.domain) or []
         return SimulatedTools(tools, llm), None
 
@@ -310,8 +311,12 @@ class Generation:
                      events: list[tuple[str, str | None]]) -> Rejection | None:
         """A pack's task: replay the calls in a fresh world and let the task's checkers decide."""
         if task is None or self.inputs.pack is None:
-            stages["world"] = "not_checked" if self.inputs.pack is None or item.mode == "code_execution" \
-                else "no_checkers (a free query on the world: its calls ran for real, nothing checks the end state)"
+            if self.inputs.pack is None or item.mode == "code_execution":
+                stages["world"] = "not_checked"
+            elif item.mode == "back":
+                stages["world"] = "not_checked (back-translation: its calls ran for real; the request was written after them)"
+            else:
+                stages["world"] = "no_checkers (a free query on the world: its calls ran for real, nothing checks the end state)"
             return None
         from agentsynth_kernel.episode import replay_episode
 

@@ -185,3 +185,36 @@ def test_an_item_that_hangs_in_its_world_times_out_and_the_run_goes_on(model: An
         host.remove_plugin("hanging-world-test")
     assert report["incomplete"] == 1 and "q0-0-single_agent: timed out after 0.5s" in report["errors"][0]
     assert report["stages"]["format"]["rejected"] == {"no_tool_call": 1}  # the next item still ran
+
+
+def test_back_translation_on_a_pack_task_is_not_checked_by_that_task(model: Any, tmp_path: Path) -> None:
+    m, server = model
+    pack = tmp_path / "shop"
+    pack.mkdir()
+    (pack / "pack.yaml").write_text(textwrap.dedent("""\
+        id: shop
+        environment:
+          type: sql
+          schema: "CREATE TABLE orders (id INTEGER PRIMARY KEY, total INT);"
+          seed: "INSERT INTO orders (total) VALUES (5), (7);"
+          collateral: false
+        tasks:
+          - id: add-order
+            instruction: "Add an order of 9."
+            checkers:
+              - {type: sql, query: "SELECT COUNT(*) FROM orders WHERE total = 9", expect: 1}
+        """))
+
+    def back(request: dict[str, Any]) -> Any:
+        chain = json.loads(request["messages"][1]["content"].split("\nThe request should")[0])
+        sql = chain[0]["arguments"]["sql"]
+        return reply(json.dumps({"query": f"Please run {sql} on the shop database", "answer": "There are 2 orders."}))
+
+    m.back = back
+    records, report = generate_records(base(server, pack=str(pack), mode=["back"], n=4))
+    # a sampled call that the real database refuses (e.g. bind parameters the SQL has no place for) is rejected
+    assert report["accepted"] >= 1 and report["accepted"] + report["stages"]["execution"]["rejected"].get("tool_error", 0) == 4
+    for record in records:
+        assert record["verification"]["world"].startswith("not_checked (back-translation")
+        assert record["grounding"] == "world"
+    assert report["stages"]["world"]["entered"] == 0
