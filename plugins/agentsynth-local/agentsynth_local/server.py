@@ -195,7 +195,7 @@ def default_threads() -> int:
     return max(1, min(cores // 2, cores - math.ceil(load)))
 
 
-LOOP_TOKENS = 24
+LOOP_TOKENS = 48  # above what a bounded string (a judge's 80-character rationale) can hold
 PROMPT_CHUNK = 64  # prompt tokens evaluated between two checks that the client is still there
 
 
@@ -437,8 +437,11 @@ class Model:
         }
         text, finish, prompt_tokens, completion_tokens = self.engine.generate(
             messages, _clean_schema(schema) if schema is not None else None, params, abandoned)
-        message: dict[str, Any] = {"role": "assistant", "content": text}
         finish = "length" if finish == "length" else "stop"
+        if schema is not None and not tools and finish == "length":
+            closed = close_truncated(text)  # constrained JSON cut off: closed, so the client sees what is missing
+            text = json.dumps(closed) if closed is not None else text
+        message: dict[str, Any] = {"role": "assistant", "content": text}
         calls = parse_calls(text, tools) if tools else []
         if calls:
             message = {"role": "assistant", "content": "", "tool_calls": calls if schema is None else calls[:1]}

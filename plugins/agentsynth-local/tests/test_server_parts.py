@@ -41,12 +41,12 @@ def test_tool_calls_and_results_become_plain_turns():
 
 
 @pytest.mark.parametrize("tokens, loops", [
-    (list(range(40)), False),  # no repetition
-    ([5] * 23, False), ([5] * 24, True),  # one token over and over: from 24 on
-    ([1, 2, 3] + [7, 8, 9, 10, 11, 12, 13, 14, 15, 16] * 3, True),  # a sentence three times
-    ([7, 8, 9, 10, 11, 12, 13, 14, 15, 16] * 2, False),  # twice is not a loop
-    ([1, 2] * 11, False), ([1, 2] * 12, True),
-    ([7, 8, 9, 10, 11, 12, 13, 14, 15, 16] * 3 + [99], False),  # it moved on
+    (list(range(60)), False),  # no repetition
+    ([5] * 47, False), ([5] * 48, True),  # one token over and over: from 48 on
+    ([1, 2, 3] + list(range(7, 27)) * 3, True),  # a sentence of 20 tokens three times
+    (list(range(7, 37)) * 2, False),  # twice is not a loop
+    ([1, 2] * 23, False), ([1, 2] * 24, True),  # "no, no, no, ..." fits an 80-character string until 48
+    (list(range(7, 27)) * 3 + [99], False),  # it moved on
 ])
 def test_a_loop_at_the_end_of_an_answer_is_seen(tokens, loops):
     from agentsynth_local.server import looping
