@@ -179,3 +179,40 @@ def test_trace_switch_prints_hook_calls(tmp_path):
     result = run_agentsynth("plugins", cwd=tmp_path, env={"AGENTSYNTH_TRACE_PLUGINS": "1"})
     assert result.returncode == 0
     assert "register_environments" in result.stderr
+
+
+def test_the_plugin_listing_is_cached_and_a_cached_listing_imports_no_plugin(tmp_path):
+    """``agentsynth plugins`` loads every plugin once, then reads the cache (≤8x ``python -c pass``)
+    until an entry point, a version or an editable plugin's source changes."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import agentsynth_testworld
+
+    env = {**os.environ, "AGENTSYNTH_CACHE_DIR": str(tmp_path), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+
+    probe = ("import sys\nfrom agentsynth_kernel.cli import main\ntry:\n    main(['plugins'])\n"
+             "except SystemExit:\n    pass\n"
+             "print('IMPORTED', sorted(m for m in sys.modules if m.startswith(('agentsynth_testworld', 'pluggy'))))")
+
+    def listing() -> tuple[str, str]:
+        proc = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        out, _, imported = proc.stdout.rpartition("IMPORTED ")
+        return out, imported
+
+    first, first_imports = listing()
+    assert "agentsynth_testworld" in first_imports and "kv" in first
+    again, again_imports = listing()
+    assert again == first
+    assert "agentsynth_testworld" not in again_imports and "pluggy" not in again_imports
+    source = Path(agentsynth_testworld.__file__)
+    stat = source.stat()
+    try:
+        os.utime(source, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))  # an edit to the plugin
+        edited, edited_imports = listing()
+    finally:
+        os.utime(source, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert edited == first and "agentsynth_testworld" in edited_imports
