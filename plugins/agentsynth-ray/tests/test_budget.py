@@ -110,3 +110,54 @@ def test_a_worker_killed_with_requests_in_flight_is_charged_their_worst_case(ray
         assert len(worst) == 2 and all(t > actual for t in worst), rows  # the dead worker's two, at worst case
     finally:
         server.stop()
+
+
+def test_requests_in_flight_on_workers_at_a_driver_kill_9_still_count_on_resume(cli_env, tmp_path):
+    """The kernel's kill -9 budget guarantee, with the requests sent from Ray workers: each was in
+    the driver's journal before it left."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from agentsynth_kernel.testing import hang
+
+    cap, max_tokens = 20_000, 100
+    server = ScriptedLLMServer(handler=lambda body: hang(3600)).start()
+    try:
+        spec = tmp_path / "spec.yaml"
+        spec.write_text(f"""pack: core
+only: [lookup-customer-email, count-pending-orders, lowest-stock-east, order-total, update-email, set-price]
+policy: {{type: llm, model: openai/scripted-model, api_base: "{server.base_url}", max_tokens: {max_tokens},
+         cache: false, max_turns: 1}}
+budget: {{tokens: {cap}}}
+executor: {{type: ray, workers: 2, per_worker: 2}}
+""")
+        command = [sys.executable, "-m", "agentsynth_kernel"]
+        proc = subprocess.Popen([*command, "run", str(spec), "--run-dir", "d", "-q"], cwd=tmp_path, env=cli_env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            deadline = time.monotonic() + 120
+            while server.count < 4 and time.monotonic() < deadline and proc.poll() is None:
+                time.sleep(0.05)
+            assert server.count == 4, proc.communicate()[1][-2000:] if proc.poll() is not None else "no requests"
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(timeout=30)
+        finally:
+            proc.kill()
+        store = RunStore(tmp_path / "d", create=False)
+        tokens, _, unsettled = store.spend_total()
+        store.close()
+        assert unsettled == 4 and tokens >= 4 * max_tokens  # the four in flight on two workers, at worst case
+        server.handler = lambda body: reply("done", usage=(50, 10))
+        resumed = subprocess.run([*command, "resume", "d", "-q"], cwd=tmp_path, env=cli_env, capture_output=True,
+                                 text=True, timeout=300)
+        assert resumed.returncode == 0, resumed.stderr[-3000:]
+        store = RunStore(tmp_path / "d", create=False)
+        total, _, still = store.spend_total()
+        episodes = len(store.keys())
+        store.close()
+        assert still == 4 and total <= cap  # never answered: they stay counted
+        assert episodes == 6 and server.count - 4 >= 1
+    finally:
+        server.stop()
