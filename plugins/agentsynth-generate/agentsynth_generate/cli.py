@@ -67,7 +67,7 @@ def run_spec(spec: Any, *, base_dir: Path, source: str, json_path: str | None, q
     progress = None if quiet else (lambda line: click.echo(line, err=True))
     report = asyncio.run(generate(config, inputs, out=out, rejected=rejected, host=host, on_progress=progress))
     summary = report.to_dict()
-    summary["grounding"] = "world" if inputs.pack is not None else "simulated"
+    summary["grounding"] = "world" if inputs.pack is not None else ("documents" if inputs.corpus is not None else "simulated")
     if json_path:
         text = json.dumps(summary, indent=2, sort_keys=True)
         if json_path == "-":
@@ -111,6 +111,9 @@ def print_summary(s: dict[str, Any]) -> None:
 @click.option("--pack", help="A pack (name or path) whose world executes every call for real; its tasks are the "
                              "queries when none are given, and their checkers decide on the world.")
 @click.option("--world", help="An environment spec as YAML ('{type: sql, db: shop.db}') or a YAML file: calls run in it.")
+@click.option("--docs", type=click.Path(path_type=Path, exists=True),
+              help="Documents (a file or directory): the agent searches and reads them for real; without queries, "
+                   "the model writes a question per sampled passage (--sample N, default 10).")
 @click.option("-m", "--mode", "modes", multiple=True, type=click.Choice(MODES),
               help="single_agent (default), back, multi_agent, code_execution; repeatable.")
 @click.option("--vary-modes", is_flag=True, help="One mode per item, cycling through --mode (default: every mode).")
@@ -147,7 +150,7 @@ def print_summary(s: dict[str, Any]) -> None:
 @click.option("--quiet", is_flag=True, help="No progress lines and no summary.")
 @click.pass_context
 def generate_command(ctx: click.Context, queries_: tuple[str, ...], queries: Path | None, tools: Path | None,
-                     pack: str | None, world: str | None, modes: tuple[str, ...], vary_modes: bool, n: int, seed: int,
+                     pack: str | None, world: str | None, docs: Path | None, modes: tuple[str, ...], vary_modes: bool, n: int, seed: int,
                      domains: tuple[str, ...], sample: int | None, model: str | None, api_base: str | None,
                      api_key_env: str | None, temperature: float, max_turns: int, judge: str | None,
                      judge_param: tuple[str, ...], judge_threshold: float, no_semantic: bool,
@@ -168,6 +171,7 @@ def generate_command(ctx: click.Context, queries_: tuple[str, ...], queries: Pat
         "model": model, "api_base": api_base, "api_key_env": api_key_env, "n": n, "seed": seed, "mode": list(modes),
         "vary_modes": vary_modes, "query": list(queries_), "queries": str(queries) if queries else None,
         "tools": str(tools) if tools else None, "pack": pack, "world": _world(world) if world else None,
+        "docs": str(docs) if docs else None,
         "domain": list(domains), "sample": sample, "temperature": temperature, "max_turns": max_turns,
         "judge_threshold": judge_threshold, "semantic": not no_semantic, "per_role": per_role,
         "python_env": dict(_param(p, "--python-param") for p in python_param),

@@ -40,6 +40,10 @@ from .verify import (
 )
 
 PLUGIN_VERSION = "0.1.0"
+QUESTION_PROMPT = (
+    "You write questions for a training set. Write one specific question a user could ask whose answer is in the passage "
+    'below (do not quote it). Reply with only a JSON object: {"question": "..."}.'
+)
 
 
 @attrs.define
@@ -155,6 +159,7 @@ class Inputs:
     tools: list[ToolSpec] | None = None
     pack: Any = None  # a kernel Pack whose environment executes the calls
     domain_tools: dict[str, list[ToolSpec]] = attrs.field(factory=dict)  # taxonomy scenarios without --tools
+    corpus: Any = None  # --docs: the documents world
 
 
 _encoder = msgspec.json.Encoder(order="sorted")
@@ -195,7 +200,8 @@ class Generation:
         if uses_code and "python" not in self.host.registry["environment"]:
             problems.append("mode code_execution: needs the Python sandbox world (environment 'python'): "
                             "pip install agentsynth-python")
-        if self.inputs.pack is None and not self.inputs.tools and not self.inputs.domain_tools and not (
+        if self.inputs.pack is None and not self.inputs.tools and not self.inputs.domain_tools \
+                and self.inputs.corpus is None and not (
                 set(self.config.modes) == {"code_execution"}):
             problems.append("tools: no tools to generate with: give --tools FILE, --pack PACK or --sample (taxonomy)")
         if self.config.judge is not None:
@@ -223,6 +229,10 @@ class Generation:
             pyp = Pack(id="generate-python", tasks=[task], environment=ComponentSpec("python", dict(self.config.python_env)))
             object.__setattr__(pyp, "base_dir", Path.cwd())
             return WorldTools(self.host, pyp, task), None
+        if self.inputs.corpus is not None:
+            from .documents import DocumentTools
+
+            return DocumentTools(self.inputs.corpus), None
         if pack is not None:
             task = scenario.task if scenario.task is not None else Task(id=scenario.id, instruction=scenario.query)
             # a back-translated request is written after the calls: the task's checkers do not state it
@@ -297,7 +307,27 @@ class Generation:
 
     async def _make(self, item: Item, llm: Caller, backend: Any, rng: random.Random) -> Any:
         await backend.open(item.seed)
-        return await RUNNERS[item.mode](item.scenario.query, llm, backend, max_turns=self.config.max_turns, rng=rng)
+        query = item.scenario.query
+        passage = item.scenario.metadata.get("passage")
+        if not query and passage and item.mode != "back":
+            query = await self._question(str(passage), llm)
+            if not query:
+                from .modes import Draft
+
+                return Draft(item.mode, "", "", format_problems=["bad_question: the model wrote no question for the passage"])
+        return await RUNNERS[item.mode](query, llm, backend, max_turns=self.config.max_turns, rng=rng)
+
+    @staticmethod
+    async def _question(passage: str, llm: Caller) -> str:
+        """A question a user could ask that the passage answers (documents without queries)."""
+        from .backends import extract_json
+        from .llm import json_schema
+
+        response = await llm([{"role": "system", "content": QUESTION_PROMPT}, {"role": "user", "content": passage[:3000]}],
+                             purpose="question", response_format=json_schema("question", {"question": {"type": "string"}}))
+        value = extract_json(response.content or "")
+        question = value.get("question") if isinstance(value, dict) else None
+        return question.strip() if isinstance(question, str) else ""
 
     @staticmethod
     def _stage(stage: str, rejection: Rejection | None, stages: dict[str, Any], events: list[tuple[str, str | None]],

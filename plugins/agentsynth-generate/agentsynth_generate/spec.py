@@ -32,6 +32,7 @@ class GenerateSpec:
     tools: Any = None  # a catalog file, or an inline list of tools
     pack: str | None = None
     world: dict[str, Any] | None = None  # an environment spec: {type: sql, ...}
+    docs: str | None = None  # a file or directory of documents: the documents world
     domain: list[str] = attrs.field(factory=list)
     sample: int | None = None
     judge: Any = None  # a registered judge: NAME or {type: NAME, ...}
@@ -76,6 +77,8 @@ def problems_of(spec: GenerateSpec) -> list[str]:
             problems.append(f"domain[{i}]: unknown domain {domain!r}{did_you_mean(domain, DOMAINS)}")
     if spec.tools is not None and (spec.pack is not None or spec.world is not None):
         problems.append("tools: give a catalog (tools) or a world (pack / world), not both: a world brings its own tools")
+    if spec.docs is not None and (spec.tools is not None or spec.pack is not None or spec.world is not None):
+        problems.append("docs: the documents are the world (search_documents, read_document): not with tools, pack or world")
     if spec.pack is not None and spec.world is not None:
         problems.append("world: give pack or world, not both")
     if spec.world is not None and not isinstance(spec.world.get("type"), str):
@@ -143,7 +146,16 @@ def resolve_inputs(spec: GenerateSpec, *, base_dir: Path, source: str, host: Any
         taken = {s.id for s in scenarios}
         scenarios += [attrs.evolve(s, id=f"f{s.id}") if s.id in taken else s for s in loaded]
     domain_catalogs = {}
-    if spec.sample is not None or (spec.domain and not scenarios):
+    corpus = None
+    if spec.docs is not None:
+        from .documents import Corpus
+
+        corpus = Corpus(_path(spec.docs, base_dir))
+        if not scenarios:
+            scenarios = [Scenario(f"doc{i}", "", source=f"docs {spec.docs}",
+                                  metadata={"passage": text, "document": name, "chunk": chunk})
+                         for i, (name, chunk, text) in enumerate(corpus.sample(spec.sample or 10, spec.seed or 0))]
+    elif spec.sample is not None or (spec.domain and not scenarios):
         scenarios += sample(spec.sample or len(spec.domain) * 4, spec.seed or 0, spec.domain or None)
         if tools is None and pack is None:
             domain_catalogs = {d: domain_tools(d) for d in DOMAINS}
@@ -157,7 +169,7 @@ def resolve_inputs(spec: GenerateSpec, *, base_dir: Path, source: str, host: Any
     if not scenarios:
         raise SpecError(source, ["no queries: give --query/-q, --queries FILE, --sample N (the seed-task taxonomy), "
                                  "--pack PACK (its tasks), or --mode back (chains from the catalog alone)"])
-    return Inputs(scenarios, tools, pack, domain_catalogs)
+    return Inputs(scenarios, tools, pack, domain_catalogs, corpus)
 
 
 def modes_of(spec: GenerateSpec, host: Any) -> list[str]:

@@ -35,7 +35,8 @@ def role(request: dict[str, Any]) -> str:
     for key, name in (("simulate a software tool", "simulator"), ("check training data", "semantic"),
                       ("write training data", "back"), ("planner of a team", "planner"),
                       ("reviewer of a team", "reviewer"), ("executor of a team", "executor"),
-                      ("solves tasks by writing Python", "coder"), ("grade a tool-using assistant", "grader")):
+                      ("solves tasks by writing Python", "coder"), ("grade a tool-using assistant", "grader"),
+                      ("write questions for a training set", "question")):
         if key in system:
             return name
     return "agent"
@@ -55,6 +56,8 @@ class Model:
         self.reviewer: Callable[[dict[str, Any]], Reply] = lambda r: reply("APPROVE: the forecast answers the request")
         self.executor: Callable[[dict[str, Any]], Reply] = self.default_agent
         self.coder: Callable[[dict[str, Any]], Reply] = self.default_agent
+        self.question: Callable[[dict[str, Any]], Reply] = lambda r: reply(json.dumps(
+            {"question": "When does the " + r["messages"][1]["content"].split()[1].lower() + " open?"}))
         self.grader: Callable[[dict[str, Any]], Reply] = lambda r: reply(json.dumps(
             {"task_completion": 0.9, "tool_selection": 1.0, "grounding": 0.8, "communication": 0.7, "rationale": "fine"}))
 
