@@ -6,6 +6,7 @@ import random
 import time
 from pathlib import Path
 
+import httpx
 from playwright.sync_api import expect
 
 from agentsynth_kernel.store import RunStore
@@ -83,6 +84,11 @@ def test_foreign_hosts_and_cross_site_writes_are_refused(server: Server) -> None
                           ({"pack": "core", "task": "update-email", "policy": "oracle", "seed": -1}, "seed:")):
         response = server.post("/api/playground", json=body)
         assert response.status_code == 400 and message in response.json()["error"], (body, response.text)
+    # a cross-site fetch with a JSON body needs a CORS preflight, which the server never grants
+    preflight = httpx.options(server.url + "/api/playground", headers={
+        "Origin": "https://attacker.example", "Access-Control-Request-Method": "POST",
+        "Access-Control-Request-Headers": "content-type"})
+    assert "access-control-allow-origin" not in preflight.headers and preflight.status_code >= 400
     huge = server.post("/api/playground", content=b"{" + b" " * 20_000 + b"}", headers={"Content-Type": "application/json"})
     assert huge.status_code == 413
     headers = server.get("/").headers
@@ -225,6 +231,8 @@ def test_a_running_run_is_followed_live(tmp_path: Path, page: Page) -> None:
         p.wait_for_selector("#summary .state.running")
         assert "6 / 20" in p.locator("#summary").inner_text()
         assert p.locator(".live").count() == 1
+        p.fill("#tasks input.filter", "task-0005")  # not there yet; the filter is kept while the page follows
+        assert p.locator("#tasks tbody tr").count() == 0
         store = RunStore(run)
         rng = random.Random(1)
         for task in range(3, 7):
@@ -232,7 +240,11 @@ def test_a_running_run_is_followed_live(tmp_path: Path, page: Page) -> None:
                 store.put(synthetic_result(task, trial, rng, p_pass=0.5))
         store.close()
         expect(p.locator("#summary")).to_contain_text("14 / 20", timeout=15000)
-        assert p.locator("#tasks tbody tr").count() == 7
+        assert p.locator("#tasks input.filter").input_value() == "task-0005"
+        expect(p.locator("#tasks tbody tr")).to_have_count(1)
+        assert p.locator("#tasks tbody tr td.task").inner_text() == "task-0005"
+        p.fill("#tasks input.filter", "")
+        assert p.locator("#tasks tbody tr").count() == 7  # task-0000 .. task-0006
         page.shot("serve-live")
         assert page.errors == []
     finally:

@@ -465,8 +465,12 @@
       });
       clear(body); shown = 0; page();
     }
-    filter.addEventListener("input", refilter);
-    failing.addEventListener("change", refilter);
+    // a live page is redrawn every 2 s: keep what the user filtered
+    var kept = STATE.taskFilter || { q: "", failing: false };
+    filter.value = kept.q; failing.checked = kept.failing;
+    function remember() { STATE.taskFilter = { q: filter.value, failing: failing.checked }; refilter(); }
+    filter.addEventListener("input", remember);
+    failing.addEventListener("change", remember);
     more.addEventListener("click", page);
     var heads = ["task"];
     runs.forEach(function (r) { heads.push(r.label + " pass@1", "pass^1..k", "trials"); });
@@ -475,7 +479,7 @@
         el("span", { class: "cell s2" }), "error · click a cell to open the episode"])]));
     box.appendChild(el("table", { class: "grid" }, [el("thead", null, el("tr", null, heads.map(function (h) { return el("th", { text: h }); }))), body]));
     box.appendChild(more);
-    page();
+    if (kept.q || kept.failing) refilter(); else page();
     return box;
   }
 
