@@ -34,7 +34,7 @@ from .records import EpisodeResult, Usage, from_json, to_builtins
 from .results import ResultSet
 from .secrets import redact, remember_environment
 from .spec import ComponentSpec, Pack, RunSpec, Task, build, content_hash, select_tasks, unstructure
-from .store import STORE_FILE, RunStore
+from .store import BATCH_SECONDS, STORE_FILE, RunStore
 
 # Spec keys that may change between sessions of one run without --force: they do not change what an
 # episode does or which episodes exist (a larger budget is how a budget-stopped run continues).
@@ -344,6 +344,14 @@ def _prepare_store_locked(
     return run_id, digest
 
 
+def _flush(store: RunStore, flush_due: list[asyncio.TimerHandle]) -> None:
+    flush_due.clear()
+    try:
+        store.flush()
+    except AgentsynthError as exc:  # the next put or the end of the run tries again and raises
+        log.warning("%s", exc)
+
+
 def _not_done(plan: Plan, done: dict[str, bytearray]) -> Iterator[tuple[Task, int, int]]:
     """The plan's episodes the store does not hold yet, in plan order (shared by the workers)."""
     for task, trial, seed in plan:
@@ -447,6 +455,7 @@ async def execute(
     executor = build("executor", spec.executor or ComponentSpec("local"), host=host, run=info)
     stop_reason = ""
     pending = _not_done(plan, done)
+    flush_due: list[asyncio.TimerHandle] = []  # the pending commit of deferred episodes, if any
 
     host.notify("run_started", run=info)
 
@@ -478,7 +487,9 @@ async def execute(
                     on_result(info, result, len(results))
                 continue
             if store is not None:
-                store.put(result)
+                store.put(result, defer=True)
+                if store.unflushed and not flush_due:  # commit the quick ones at most BATCH_SECONDS late
+                    flush_due.append(asyncio.get_running_loop().call_later(BATCH_SECONDS, _flush, store, flush_due))
             results.add(result, stored=store is not None)
             host.notify("episode_finished", run=info, result=result)
             if on_result is not None:
@@ -490,8 +501,11 @@ async def execute(
         await asyncio.gather(*(worker() for _ in range(min(width, max(1, len(plan) - restored)))))
         finished = True
     finally:
+        for timer in flush_due:
+            timer.cancel()
         report = RunReport(info, results, stop_reason, time.perf_counter() - started, notes=notes)
         if store is not None:
+            store.flush()
             store.event("run_finished", stopped=stop_reason, episodes=len(results),
                         interrupted=not finished)
         try:

@@ -2,7 +2,11 @@
 
 Writing a finished episode is one small transaction, so a killed run loses at
 most the episodes that were in flight; on resume those are run again and the
-finished ones are not. What the store holds:
+finished ones are not. The engine defers the writes of quick, free episodes and
+commits them together (at most :data:`BATCH_SIZE` or :data:`BATCH_SECONDS` apart:
+one commit per episode was most of the store's cost), so a kill may also cost the
+quick episodes of the last fraction of a second — never a slow or paid one, which
+is committed at once. What the store holds:
 
 - ``meta``: the resolved spec (secrets redacted), pack hashes, versions, the run hash, the plan size;
 - ``episodes``: one row per finished episode, the whole EpisodeResult as msgspec JSON;
@@ -28,6 +32,14 @@ from .secrets import redact_bytes
 
 STORE_FILE = "run.sqlite"
 STORE_FORMAT = 1
+# deferred writes (quick episodes) are committed together, at most this many / this long apart
+BATCH_SIZE = 64
+BATCH_SECONDS = 0.1
+# an episode that took this long, or used an LLM, is committed at once: it is worth keeping
+VALUABLE_SECONDS = 0.5
+
+_INSERT = ("INSERT OR REPLACE INTO episodes(task_id, trial, seed, status, error_kind, finished_at, result)"
+           " VALUES (?, ?, ?, ?, ?, ?, ?)")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -64,6 +76,9 @@ class RunStore:
             raise AgentsynthError(f"{self.run_dir}: not an agentsynth run directory ({what})")
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self._spend_lock = threading.Lock()  # LLM requests settle from any thread
+        self._pending: list[tuple[Any, ...]] = []  # deferred episode rows, oldest first
+        self._pending_since = 0.0
+        self._pending_lock = threading.Lock()
         existed = self.path.exists() and self.path.stat().st_size > 0
         try:
             self.db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=10)
@@ -139,17 +154,46 @@ class RunStore:
 
     # --- episodes --------------------------------------------------------------------------------
 
-    def put(self, result: EpisodeResult) -> None:
-        """Store a finished episode (replacing an earlier row with the same key)."""
-        self._q(
-            "INSERT OR REPLACE INTO episodes(task_id, trial, seed, status, error_kind, finished_at, result)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (result.task_id, result.trial, result.seed, result.status, result.error_kind, time.time(),
-             redact_bytes(to_json(result))),
-        )
+    def put(self, result: EpisodeResult, *, defer: bool = False) -> None:
+        """Store a finished episode (replacing an earlier row with the same key). With ``defer``, a
+        quick episode that used no LLM waits to be committed with others (see :meth:`flush`); a
+        slow or paid one is committed at once either way."""
+        row = (result.task_id, result.trial, result.seed, result.status, result.error_kind, time.time(),
+               redact_bytes(to_json(result)))
+        valuable = result.duration_s >= VALUABLE_SECONDS or bool(result.usage.prompt_tokens or result.usage.cost_usd)
+        with self._pending_lock:
+            if not self._pending:
+                self._pending_since = time.monotonic()
+            self._pending.append(row)
+            due = (not defer or valuable or len(self._pending) >= BATCH_SIZE
+                   or time.monotonic() - self._pending_since >= BATCH_SECONDS)
+        if due:
+            self.flush()
+
+    @property
+    def unflushed(self) -> int:
+        """Deferred episodes not committed yet."""
+        return len(self._pending)
+
+    def flush(self) -> None:
+        """Commit the deferred episodes in one transaction (cheap when there are none). Spend-journal
+        writes from other threads wait: they must not land in a batch that could be rolled back."""
+        with self._pending_lock, self._spend_lock:
+            rows, self._pending = self._pending, []
+            if not rows:
+                return
+            try:
+                if len(rows) == 1:
+                    self.db.execute(_INSERT, rows[0])
+                else:
+                    with self.transaction():
+                        self.db.executemany(_INSERT, rows)
+            except sqlite3.DatabaseError as exc:
+                raise AgentsynthError(f"{self.path}: the run store is damaged: {exc}") from None
 
     def results(self, task_id: str | None = None) -> Iterator[EpisodeResult]:
         """Stored episodes in a stable order (task, trial), streaming; optionally one task's only."""
+        self.flush()
         query = "SELECT task_id, trial, result FROM episodes"
         args: tuple[Any, ...] = ()
         if task_id is not None:
@@ -166,18 +210,22 @@ class RunStore:
             raise AgentsynthError(f"{self.path}: the run store is damaged: {exc}") from None
 
     def count(self) -> int:
+        self.flush()
         return self._q("SELECT count(*) FROM episodes")[0][0]
 
     def counts(self) -> dict[tuple[str, str], int]:
         """``(status, error_kind) -> n`` without decoding any episode (cheap, for ``status``)."""
+        self.flush()
         rows = self._q("SELECT status, error_kind, count(*) FROM episodes GROUP BY status, error_kind")
         return {(status, kind): n for status, kind, n in rows}
 
     def keys(self) -> set[tuple[str, int, int]]:
         """(task, trial, seed) of every stored episode."""
+        self.flush()
         return {(r[0], int(r[1]), int(r[2])) for r in self._q("SELECT task_id, trial, seed FROM episodes")}
 
     def task_ids(self) -> list[str]:
+        self.flush()
         return [r[0] for r in self._q("SELECT DISTINCT task_id FROM episodes ORDER BY task_id")]
 
     # --- the spend journal: what LLM requests may have cost, durable before they are sent ------------
@@ -223,7 +271,10 @@ class RunStore:
         return "; ".join(r[0] for r in rows)
 
     def close(self) -> None:
-        self.db.close()
+        try:
+            self.flush()
+        finally:
+            self.db.close()
 
 
 # --- secrets ---------------------------------------------------------------------------------------

@@ -157,3 +157,35 @@ def test_values_of_secret_environment_variables_are_redacted(monkeypatch):
     monkeypatch.setenv("SHORT_TOKEN", "abc")  # too short to mask safely
     out = redact({"base_url": "https://x/?k=corp-7f3a9b2c11", "note": "abc", "api_key_env": "MYCORP_API_KEY"})
     assert out == {"base_url": f"https://x/?k={REDACTED}", "note": "abc", "api_key_env": "MYCORP_API_KEY"}
+
+
+def test_quick_episodes_are_committed_in_batches_and_valuable_ones_at_once(tmp_path):
+    import sqlite3
+
+    from agentsynth_kernel.records import EpisodeResult, Usage
+    from agentsynth_kernel.store import BATCH_SIZE, STORE_FILE, RunStore
+
+    store = RunStore(tmp_path)
+    other = sqlite3.connect(tmp_path / STORE_FILE)  # what a kill -9 would leave: only committed rows
+
+    def committed() -> int:
+        return other.execute("SELECT count(*) FROM episodes").fetchone()[0]
+
+    quick = [EpisodeResult(task_id="t", trial=i, seed=i, status="passed", duration_s=0.001) for i in range(BATCH_SIZE)]
+    for result in quick[:-1]:
+        store.put(result, defer=True)
+    assert committed() == 0 and store.unflushed == BATCH_SIZE - 1
+    store.put(quick[-1], defer=True)  # the batch is full
+    assert committed() == BATCH_SIZE and store.unflushed == 0
+    store.put(EpisodeResult(task_id="u", trial=0, seed=0, status="passed", duration_s=0.001), defer=True)
+    assert committed() == BATCH_SIZE
+    paid = EpisodeResult(task_id="u", trial=1, seed=1, status="failed", duration_s=0.01,
+                         usage=Usage(prompt_tokens=10, completion_tokens=2))
+    store.put(paid, defer=True)  # an LLM episode is committed at once, with what waited before it
+    assert committed() == BATCH_SIZE + 2
+    store.put(EpisodeResult(task_id="v", trial=0, seed=0, status="passed", duration_s=0.001), defer=True)
+    assert store.count() == BATCH_SIZE + 3  # reading sees (and commits) what is deferred
+    store.put(EpisodeResult(task_id="w", trial=0, seed=0, status="passed", duration_s=0.001), defer=True)
+    store.close()
+    assert committed() == BATCH_SIZE + 4
+    other.close()
