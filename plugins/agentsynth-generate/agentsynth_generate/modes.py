@@ -125,10 +125,10 @@ async def tool_loop(draft: Draft, llm: Caller, backend: Any, messages: list[dict
             draft.format_problems.append(f"too_many_calls: {len(calls)} calls in one turn (at most {MAX_CALLS_PER_TURN})")
             return turn + 1
         messages.append({"role": "assistant", "content": response.content or "", "tool_calls": [
-            {"id": c.id or f"call_{turn}_{i}", "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            {"id": f"call_{turn}_{i}", "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
             for i, c in enumerate(calls)]})
         for i, c in enumerate(calls):
-            call_id = c.id or f"call_{turn}_{i}"
+            call_id = f"call_{turn}_{i}"  # ours, not the provider's (llama.cpp's are random): same inputs, same bytes
             problem = ""
             arguments: dict[str, Any]
             try:

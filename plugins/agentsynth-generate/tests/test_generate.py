@@ -250,3 +250,17 @@ def test_dedup_rejects_repeats_in_item_order(model: Any) -> None:
     assert report["stages"]["dedup"] == {"entered": 6, "passed": 2, "rejected": {"duplicate": 4}, "pass_rate": round(2 / 6, 4)}
     again, _ = generate_records({**params, "concurrency": 4})
     assert [r["id"] for r in again] == [r["id"] for r in records]
+
+
+def test_provider_call_ids_do_not_reach_the_output(model: Any) -> None:
+    """llama.cpp's server gives every tool call a random id (seen in a real run): the records use their own."""
+    import uuid
+
+    m, server = model
+    m.agent = lambda r: (reply("Sunny.") if any(x["role"] == "tool" for x in r["messages"])
+                         else tool_calls(("get_weather", {"city": "Lisbon"}, f"call_{uuid.uuid4().hex[:12]}")))
+    params = base(server, tools=WEATHER_TOOLS, query=["Weather in Lisbon?"], n=2)
+    first, _ = generate_records(params)
+    second, _ = generate_records(params)
+    assert json.dumps(first) == json.dumps(second)
+    assert first[0]["messages"][2]["tool_calls"][0]["id"] == "call_0_0" == first[0]["messages"][3]["tool_call_id"]
