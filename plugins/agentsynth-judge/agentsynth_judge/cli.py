@@ -174,7 +174,8 @@ def score(run_dirs: tuple[Path, ...], output: Path, judge_name: str | None, judg
     from .calibrate import read_run
     from .reward import compute_reward
 
-    results, run_spec = [], {}
+    results: list[Any] = []
+    run_spec: dict[str, Any] = {}
     for i, run_dir in enumerate(run_dirs):
         found, spec = read_run(run_dir)
         results += [r for r in found if r.trajectory is not None]

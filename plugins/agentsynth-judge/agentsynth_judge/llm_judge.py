@@ -186,7 +186,7 @@ def render_trajectory(
     if trajectory.tools:
         lines.append("TOOLS: " + "; ".join(
             f"{t.name}({', '.join((t.parameters or {}).get('properties', {}))})" for t in trajectory.tools))
-    steps = list(enumerate(trajectory.steps, 1))
+    steps: list[tuple[int, Any]] = list(enumerate(trajectory.steps, 1))
     if len(steps) > max_steps_shown:
         head, tail = steps[: max_steps_shown // 2], steps[-(max_steps_shown - max_steps_shown // 2):]
         steps = [*head, (0, None), *tail]
@@ -430,7 +430,7 @@ class LLMJudgeSpec:
     max_answer_chars: int = attrs.field(default=4000, validator=_positive)
     system_prompt: str | None = None
     params: dict[str, Any] = attrs.field(factory=dict, validator=lambda i, a, v: _params_validator(v))
-    context_chars: int | None = attrs.field(default=None, validator=lambda i, a, v: v is None or _positive(i, a, v))
+    context_chars: int | None = attrs.field(default=None, validator=lambda i, a, v: None if v is None else _positive(i, a, v))
     timeout: float | None = None
     max_retries: int | None = None
     rpm: float | None = None

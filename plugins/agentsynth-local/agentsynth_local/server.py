@@ -122,7 +122,8 @@ def call_schema(tools: list[dict[str, Any]], only: str | None = None) -> dict[st
 def parse_calls(text: str, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Tool calls written as JSON objects in ``text`` (one or several), for tools that exist."""
     known = {t.get("function", t).get("name") for t in tools}
-    decoder, calls, i = json.JSONDecoder(), [], 0
+    decoder, i = json.JSONDecoder(), 0
+    calls: list[dict[str, Any]] = []
     while True:
         start = text.find("{", i)
         if start < 0:
@@ -387,7 +388,8 @@ class MistralRsEngine:
                 result.usage.completion_tokens)
 
 
-ENGINES = {"llama_cpp": LlamaCppEngine, "mistralrs": MistralRsEngine}
+ENGINES: dict[str, type[LlamaCppEngine] | type[MistralRsEngine]] = {"llama_cpp": LlamaCppEngine,
+                                                                    "mistralrs": MistralRsEngine}
 
 
 def pick_engine(wanted: str | None = None) -> str:
