@@ -142,8 +142,13 @@ def synth(ctx: click.Context, source: str | None, name: str | None, explain_: bo
             raise SpecError(source, [f"generate.type: no generator {name!r}{did_you_mean(name, GENERATOR_NAMES)}"])
         data = {k: v for k, v in generate.items() if k != "type"}
         where = f"{source} (generate:)"
+    if name is None and config is not None:  # --config FILE with {type: NAME, ...} names the generator
+        peek = read_yaml(config)
+        peek = peek.get("generator", peek) if isinstance(peek, dict) else peek
+        if isinstance(peek, dict) and peek.get("type") in GENERATOR_NAMES:
+            name = peek["type"]
     if name is None:
-        raise click.UsageError("give -g NAME (or a run spec with 'generate: {type: NAME, ...}')")
+        raise click.UsageError("give -g NAME (or --config FILE / a run spec with 'generate: {type: NAME, ...}')")
     if config is not None:
         where = str(config)
         raw = read_yaml(config)

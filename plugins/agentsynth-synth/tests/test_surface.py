@@ -67,6 +67,9 @@ def test_cli_reports_bad_parameters_with_paths(pack_dir, tmp_path, monkeypatch, 
     (tmp_path / "gen.yaml").write_text("generator: {type: challenger, n: 2}\n")
     code = cli("synth", str(pack_dir), "-g", "forward", "--config", str(tmp_path / "gen.yaml"))
     assert code == 2 and "configures 'challenger', not 'forward'" in capsys.readouterr().err
+    (tmp_path / "gen.yaml").write_text("type: forward\nteachers: [{type: llm}]\n")  # the file names it: no -g
+    code = cli("synth", str(pack_dir), "--config", str(tmp_path / "gen.yaml"))
+    assert code == 2 and "generator.teachers[0].model: missing required key" in capsys.readouterr().err
 
 
 def test_cli_run_spec_policy_is_the_default_teacher(llm, pack_dir, tmp_path, monkeypatch, capsys):
