@@ -137,6 +137,11 @@ class MathDomain:
     """
 
     acceptance = "verifiable"
+    # optional (not in the kernel's protocol): the candidate's JSON Schema, sent as response_format
+    # json_schema with json_mode (small local models then always write the right keys)
+    candidate_schema = {"type": "object", "properties": {"problem": {"type": "string", "minLength": 20},
+                                                         "answer": {"type": "string", "maxLength": 20}},
+                        "required": ["problem", "answer"]}
 
     def __init__(self, count: int | None = None, topics: list[str] | None = None, path: str | None = None) -> None:
         if path is not None:
@@ -260,6 +265,11 @@ class DocsQADomain:
     """
 
     acceptance = "rubric"
+    candidate_schema = {"type": "object", "required": ["question", "answer", "rubric"], "properties": {
+        "question": {"type": "string"}, "answer": {"type": "string"},
+        "rubric": {"type": "array", "minItems": 1, "maxItems": 5, "items": {
+            "type": "object", "required": ["criterion", "weight"],
+            "properties": {"criterion": {"type": "string"}, "weight": {"type": "integer", "minimum": 1, "maximum": 3}}}}}}
     SUFFIXES = (".txt", ".md", ".markdown", ".pdf")
 
     def __init__(self, path: str, chunk_chars: int = 1200, overlap: int = 150, min_chunk_chars: int = 200,

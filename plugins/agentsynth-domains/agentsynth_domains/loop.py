@@ -201,14 +201,16 @@ class Loop:
         self.cap = float(getattr(domain, "max_weight", 3.0))
 
     async def ask(self, spec: LLMSpec, role: str, prompt: str, meter: Meter, *, salt: str,
-                  temperature: float | None = None) -> str:
+                  temperature: float | None = None, schema: dict[str, Any] | None = None) -> str:
         messages = [{"role": "system", "content": system_prompt(self.settings, role)},
                     {"role": "user", "content": prompt}]
         from agentsynth_kernel.llm import LLMError
 
         extra: dict[str, Any] = {}
         json_mode = spec.json_mode if spec.json_mode is not None else spec.model.split("/")[0] == "local"
-        if json_mode and role in JSON_ROLES:
+        if json_mode and schema is not None:  # constrained decoding where the server supports it
+            extra["response_format"] = {"type": "json_schema", "json_schema": {"name": "candidate", "schema": schema}}
+        elif json_mode and role in JSON_ROLES:
             extra["response_format"] = {"type": "json_object"}
         try:
             response = await self.client.complete(
@@ -259,11 +261,13 @@ class Loop:
                      result: RoundResult) -> RoundResult:
         s = self.settings
         text = await self.ask(s.challenger, "challenger", self.domain.generation_prompt(item, feedback), meter,
-                              salt=f"{salt}:challenger", temperature=s.harness.knobs.get("challenger_temperature"))
+                              salt=f"{salt}:challenger", temperature=s.harness.knobs.get("challenger_temperature"),
+                              schema=getattr(self.domain, "candidate_schema", None))
         try:
             parsed = parse_json_object(text)
         except ValueError:
-            result.reason, result.detail = "invalid_candidate", "the challenger's answer holds no JSON object"
+            result.reason = "invalid_candidate"
+            result.detail = f"the challenger's answer holds no JSON object: {text[:200]!r}"
             result.feedback = "Your answer was not a JSON object in the requested format."
             return result
         candidate = {**parsed, **{k: v for k, v in item.items() if k != "id"}, "item": item["id"]}

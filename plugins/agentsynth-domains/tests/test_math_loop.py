@@ -157,6 +157,7 @@ def test_json_mode_asks_for_json_only_on_json_roles(server, run_spec):
     code, _, out = run_spec(math_spec(server, challenger={**llm(server, "challenger"), "json_mode": True},
                                       weak={**llm(server, "weak"), "json_mode": True}))
     assert code == 0, out
-    assert roles.calls("challenger")[0]["body"]["response_format"] == {"type": "json_object"}
+    fmt = roles.calls("challenger")[0]["body"]["response_format"]
+    assert fmt["type"] == "json_schema" and fmt["json_schema"]["schema"]["required"] == ["problem", "answer"]
     assert all("response_format" not in c["body"] for c in roles.calls("weak"))  # solvers answer in prose
     assert all("response_format" not in c["body"] for c in roles.calls("auditor"))  # json_mode is per model
