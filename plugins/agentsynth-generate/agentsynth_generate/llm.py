@@ -17,6 +17,9 @@ def json_schema(name: str, properties: dict[str, Any]) -> dict[str, Any]:
 
 
 JSON_OBJECT = {"type": "json_object"}
+# providers reached through litellm that refuse a `seed` parameter (OpenAI-compatible servers, the embedded
+# model among them, take it and are then deterministic)
+_NO_SEED = ("anthropic/", "gemini/", "vertex_ai/", "bedrock/", "cohere/", "azure_ai/")
 
 
 class Caller:
@@ -44,4 +47,5 @@ class Caller:
         return await self.client.complete(
             list(messages), model=self.model, tools=list(tools) if tools else None, temperature=self.temperature,
             max_tokens=self.max_tokens, api_base=self.api_base, api_key_env=self.api_key_env,
-            cache_salt=f"agentsynth-generate:{self.seed}", seed=self.seed % (2**31), **params)
+            cache_salt=f"agentsynth-generate:{self.seed}",
+            seed=None if self.model.startswith(_NO_SEED) else self.seed % (2**31), **params)
