@@ -74,22 +74,30 @@ class _Services(dict):  # type: ignore[type-arg]
 
 
 def _locate_pack(pack: Any, host: Any) -> Any:
-    """The driver's pack, found on this node: at the same path (a shared disk, one machine) or as the
-    same registered pack installed here; either way with the same content hash."""
-    from agentsynth_kernel.spec import load_pack
+    """The driver's pack, found on this node with the same content hash: at the same path (one
+    machine, a shared disk, an image with the same layout) or as the same registered pack installed
+    here. A different version would give different results under the same run: refused."""
+    from agentsynth_kernel.spec import content_hash, load_pack
 
-    base = Path(pack.base_dir)
-    if base.is_dir():
+    node = socket.gethostname()
+    source = Path(pack.source)
+    hashed = source.parent if source.name == "pack.yaml" else source  # what the driver's hash covers
+    if hashed.exists() and Path(pack.base_dir).is_dir():
+        here = content_hash(hashed)
+        if here != pack.content_hash:
+            raise AgentsynthError(
+                f"pack {pack.id!r}: {hashed} on worker {node} has content hash {here}, the driver's has "
+                f"{pack.content_hash}: install the same version of its distribution on the workers")
         return pack
     if pack.id in host.registry["pack"]:
         local = load_pack(pack.id, host=host)
         if local.content_hash != pack.content_hash:
             raise AgentsynthError(
-                f"pack {pack.id!r} on worker {socket.gethostname()} has content hash {local.content_hash}, "
+                f"pack {pack.id!r} on worker {node} has content hash {local.content_hash}, "
                 f"the driver's has {pack.content_hash}: install the same version of its distribution on the workers")
         return local
     raise AgentsynthError(
-        f"pack {pack.id!r}: its directory {base} does not exist on worker {socket.gethostname()} and no plugin "
+        f"pack {pack.id!r}: its directory {pack.base_dir} does not exist on worker {node} and no plugin "
         f"there registers a pack {pack.id!r}: install the pack's distribution on the workers, put it on a shared "
         f"disk at the same path, or ship it with runtime_env working_dir")
 

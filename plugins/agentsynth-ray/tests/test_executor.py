@@ -97,6 +97,7 @@ def _elsewhere(pack, pack_id: str):
 
     moved = copy.copy(pack)
     object.__setattr__(moved, "base_dir", Path("/nonexistent/packs/core"))
+    object.__setattr__(moved, "source", "/nonexistent/packs/core/pack.yaml")
     object.__setattr__(moved, "id", pack_id)
     return moved
 
@@ -112,6 +113,12 @@ def test_a_worker_finds_the_pack_registered_on_its_node_or_says_what_to_install(
     object.__setattr__(changed, "content_hash", "sha256:other")
     problem = EpisodeWorker("w2", {**context, "pack": changed}, None).ready()["problem"]
     assert "has content hash" in problem and "install the same version" in problem
+    import copy
+
+    edited = copy.copy(pack)  # the same path holds another version of the pack
+    object.__setattr__(edited, "content_hash", "sha256:other")
+    problem = EpisodeWorker("w4", {**context, "pack": edited}, None).ready()["problem"]
+    assert f"{pack.base_dir} on worker" in problem and "has content hash" in problem
     problem = EpisodeWorker("w3", {**context, "pack": _elsewhere(pack, "nowhere")}, None).ready()["problem"]
     assert "/nonexistent/packs/core does not exist on worker" in problem and "runtime_env working_dir" in problem
 
