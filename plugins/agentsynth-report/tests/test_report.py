@@ -147,3 +147,22 @@ def test_the_viewer_shows_the_real_world_diff(tmp_path: Path, page: Page) -> Non
     assert "maya@chen.example.org" in row6 and '"tier":"standard"' in row6
     page.shot("report-world-diff")
     assert page.errors == []
+
+
+def test_judge_scores_on_another_scale_are_charted(tmp_path: Path, page: Page) -> None:
+    from agentsynth_kernel import EpisodeResult, Trajectory
+    from agentsynth_kernel.store import RunStore
+
+    store = RunStore(tmp_path / "run")
+    store.set_meta("spec", {"policy": {"type": "noop"}, "trials": 1})
+    for i in range(4):
+        store.put(EpisodeResult(f"t{i}", 0, i, "failed", Trajectory(f"t{i}", "x"),
+                                scores={"judge.quality": 1.0 + i, "judge.safety": 5.0}))
+    store.close()
+    out = tmp_path / "r.html"
+    assert agentsynth("report", str(tmp_path / "run"), "-o", str(out)).returncode == 0
+    p = _open(page, out)
+    chart = p.locator("#judge .chart")
+    assert int(chart.get_attribute("data-points")) == 2
+    assert "2.500 (n=4)" in p.locator("#judge table").inner_text()  # mean of 1, 2, 3, 4
+    assert page.errors == []

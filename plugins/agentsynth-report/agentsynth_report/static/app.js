@@ -197,8 +197,10 @@
                       points: { show: true, size: 10, fill: color(i) } });
       });
     }
-    var lo = Infinity, hi = -Infinity;
+    var lo = Infinity, hi = -Infinity, ymax = 1;
     xs.forEach(function (x) { lo = Math.min(lo, x); hi = Math.max(hi, x); });
+    bounds.forEach(function (b) { (b || []).forEach(function (p) { if (p && p[1] > ymax) ymax = p[1]; }); });
+    var percent = ymax <= 1;  // rates and 0..1 scores as percentages; other judge scales as they are
     if (!isFinite(lo)) { lo = 0; hi = 1; }
     var pad;
     if (categories) pad = 0.5;
@@ -206,12 +208,12 @@
     var xlo = categories ? lo - pad : 0;
     var opts = {
       title: title, width: chartWidth(node), height: 260, series: series,
-      scales: { x: { time: false, range: [xlo, hi + pad] }, y: { range: [0, 1] } },
+      scales: { x: { time: false, range: [xlo, hi + pad] }, y: { range: [0, percent ? 1 : ymax * 1.05] } },
       axes: [
         categories
           ? { label: xLabel, splits: function () { return xs; }, values: function (u, v) { return v.map(function (i) { return categories[i] || ""; }); } }
           : { label: xLabel },
-        { label: "rate / score", values: function (u, v) { return v.map(function (x) { return Math.round(x * 100) + "%"; }); } }],
+        { label: "rate / score", values: function (u, v) { return v.map(function (x) { return percent ? Math.round(x * 100) + "%" : String(x); }); } }],
       hooks: { draw: [whiskers(bounds)] }, legend: { show: false },
     };
     return makeChart(node, opts, data);
@@ -507,7 +509,12 @@
     }
     more.addEventListener("click", page);
     if (!items.length) box.appendChild(el("p", { class: "muted", text: "every episode passed" }));
-    else { box.appendChild(table(["run", "task", "trial", "who", "why", ""], [])); box.querySelector("table").replaceChild(body, box.querySelector("tbody")); box.appendChild(more); page(); }
+    else {
+      box.appendChild(el("table", null, [el("thead", null, el("tr", null, ["run", "task", "trial", "who", "why", ""].map(function (h) {
+        return el("th", { text: h }); }))), body]));
+      box.appendChild(more);
+      page();
+    }
     return box;
   }
 
