@@ -35,7 +35,7 @@ from agentsynth_kernel import AgentsynthError, BudgetExceeded
 
 from .domains import parse_json_object
 from .pii import scrub
-from .settings import LLMSpec, Settings
+from .settings import ACCEPTANCE, LLMSpec, Settings
 
 SYSTEM = {
     "challenger": "You write hard, well-posed tasks for evaluating and training AI models.",
@@ -197,7 +197,11 @@ class Loop:
 
     def __init__(self, settings: Settings, domain: Any, client: Any) -> None:
         self.settings, self.domain, self.client = settings, domain, client
-        self.mode = settings.acceptance or getattr(domain, "acceptance", "rubric")
+        mode = settings.acceptance or getattr(domain, "acceptance", None) or "rubric"
+        if mode not in ACCEPTANCE:
+            raise AgentsynthError(f"domain {settings.domain}: acceptance: expected one of {', '.join(ACCEPTANCE)}, "
+                                  f"got {mode!r}")
+        self.mode: str = mode
         self.cap = float(getattr(domain, "max_weight", 3.0))
 
     async def ask(self, spec: LLMSpec, role: str, prompt: str, meter: Meter, *, salt: str,
@@ -485,19 +489,20 @@ async def run_loop(settings: Settings, domain: Any, *, client: Any, store: Any =
             if settings.pii != "off":  # what is written to the run directory is scrubbed too
                 round_event = scrub(round_event)[0]
             if result.status == "accepted":
-                record = loop.record(item, rounds, item_requests)
+                record: dict[str, Any] | None = loop.record(item, rounds, item_requests)
                 status, reason = "accepted", ""
                 if settings.pii != "off":
                     cleaned, kinds = scrub(record)
+                    assert record is not None
                     report.pii.update(kinds)
                     if kinds and settings.pii == "drop":
                         status, reason, record = "rejected", "pii_dropped", None
                     elif kinds:
                         record = cleaned
-                        record["metadata"]["pii_masked"] = kinds
+                        cleaned["metadata"]["pii_masked"] = kinds
                 if status == "accepted":
                     report.accepted += 1
-                    if keep is not None:
+                    if keep is not None and record is not None:
                         keep.append(record)
                 else:
                     report.rejected[reason] += 1

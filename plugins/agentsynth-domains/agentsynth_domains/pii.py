@@ -26,7 +26,12 @@ def _phone_like(match: re.Match[str]) -> bool:
 def scrub_text(text: str) -> tuple[str, list[str]]:
     """``text`` with PII masked, and the kinds found (``email``, ``phone``, ``secret``)."""
     found: list[str] = []
-    out = EMAIL.sub(lambda m: (found.append("email"), "<email>")[1], text)
+
+    def email(m: re.Match[str]) -> str:
+        found.append("email")
+        return "<email>"
+
+    out = EMAIL.sub(email, text)
 
     def phone(m: re.Match[str]) -> str:
         if _phone_like(m):

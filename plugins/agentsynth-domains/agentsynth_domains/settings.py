@@ -232,7 +232,7 @@ def parse_settings(params: dict[str, Any], *, source: str, base_dir: Path) -> Se
         problems.append(f"{where}.thresholds: expected a mapping")
     else:
         names = {f.name: f for f in attrs.fields(Thresholds)}
-        good = {}
+        good: dict[str, Any] = {}
         for key, value in raw.items():
             if key not in names:
                 problems.append(f"{where}.thresholds.{key}: unknown key{_hint(str(key), names)}")

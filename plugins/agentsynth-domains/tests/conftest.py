@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -51,7 +52,7 @@ class Roles:
             n = self.seen[key]
             self.seen[key] += 1
             self.log.append({"role": role, "who": who, "model": model, "messages": messages, "user": user,
-                             "body": body})
+                             "body": body, "at": time.monotonic()})
         answer = self.answers.get(who)
         if answer is None:
             return reply(json.dumps({"pass": True, "reason": "fine"}) if who == "auditor" else "no script")

@@ -137,3 +137,17 @@ def test_pii_filter(server, run_spec, docs, tmp_path, mode):
     else:
         [record] = records
         assert "bob.smith@example.com" in record["messages"][1]["content"]
+
+
+def test_each_judge_call_fires_as_its_solver_lands(server, run_spec, docs):
+    from agentsynth_kernel.testing import reply
+
+    # one weak attempt is slow (1 s); the judge must already be grading the others meanwhile
+    roles = Roles(challenger=challenger, judge=judge, strong=scored(0.8),
+                  weak=lambda p, n: reply("SCORE=0.3", delay=1.0 if n == 0 else 0.0))
+    server.handler = roles
+    code, report, out = run_spec(spec_text(server, docs, max_rounds=1, reflector=None))
+    assert code == 0 and report["accepted"] == 1, out
+    slow_done = min(c["at"] for c in roles.calls("weak")) + 1.0
+    first_judge = min(c["at"] for c in roles.calls("judge"))
+    assert first_judge < slow_done - 0.5
