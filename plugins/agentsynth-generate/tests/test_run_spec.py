@@ -51,6 +51,14 @@ def test_agentsynth_run_with_a_generate_section(model: Any, tmp_path: Path) -> N
     assert all(r["verification"]["world"]["status"] == "passed" and r["model"] == "openai/scripted" for r in rows)
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["stages"]["world"]["passed"] == 2
+    # without out:, --run-dir holds the records
+    spec = (tmp_path / "gen.yaml").read_text().replace("  out: data/notes.jsonl\n", "")
+    (tmp_path / "gen2.yaml").write_text(spec)
+    proc = agentsynth("run", "gen2.yaml", "--run-dir", "rd", "--quiet", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    again = [json.loads(x) for x in (tmp_path / "rd" / "trajectories.jsonl").read_text().splitlines()]
+    assert [(r["id"], r["messages"]) for r in again] == [(r["id"], r["messages"]) for r in rows]
+    assert again[0]["provenance"]["pack_hash"] != rows[0]["provenance"]["pack_hash"]  # another spec file
 
 
 def test_bad_generate_parameters_name_the_spec_and_key(model: Any, tmp_path: Path) -> None:
