@@ -22,7 +22,7 @@ from typing import IO, Any
 
 import msgspec
 
-from agentsynth_kernel import EpisodeResult
+from agentsynth_kernel import AgentsynthError, EpisodeResult
 
 from .model import check_run_dirs, compare_if_paired, digest_run_dir
 
@@ -98,8 +98,14 @@ def build_report(run_dirs: Sequence[Path], output: Path, *, title: str = "",
                  labels: Sequence[str] = ()) -> dict[str, Any]:
     """Write the report of ``run_dirs`` to ``output``; returns what was written (sizes, counts)."""
     run_dirs = check_run_dirs(run_dirs)
+    try:
+        return _build(run_dirs, Path(output), title, labels)
+    except OSError as exc:  # a full disk, a read-only directory: say which file, not a traceback
+        raise AgentsynthError(f"{output}: cannot write the report: {exc.strerror or exc}") from None
+
+
+def _build(run_dirs: Sequence[Path], output: Path, title: str, labels: Sequence[str]) -> dict[str, Any]:
     started = time.perf_counter()
-    output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)
     digests = []
     raw = 0

@@ -38,7 +38,7 @@ def test_report_command_writes_one_self_contained_file(runs_root: Path, tmp_path
     assert data["compare"]["common_tasks"] == 22 and data["compare"]["test"]["wins_a"] == 22
 
 
-def test_report_refuses_bad_input_with_the_path(tmp_path: Path) -> None:
+def test_report_refuses_bad_input_with_the_path(runs_root: Path, tmp_path: Path) -> None:
     (tmp_path / "notrun").mkdir()
     (tmp_path / "notrun" / "x.txt").write_text("x")
     for bad, why in ((tmp_path / "nope", "does not exist"), (tmp_path / "notrun", "has no run.sqlite")):
@@ -54,7 +54,11 @@ def test_report_refuses_bad_input_with_the_path(tmp_path: Path) -> None:
     assert not (tmp_path / "r.html").exists()
     done = agentsynth("report")
     assert done.returncode == 2 and "Missing argument" in done.stderr
-    (tmp_path / "x").mkdir()
+    (tmp_path / "blocker").write_text("a file where a directory is needed")
+    target = tmp_path / "blocker" / "r.html"
+    done = agentsynth("report", str(runs_root / "oracle"), "-o", str(target))
+    assert done.returncode == 2 and f"error: {target}: cannot write the report" in done.stderr
+    assert "Traceback" not in done.stderr
     done = agentsynth("report", str(garbage), "--label", "a", "--label", "b", "-o", str(tmp_path / "r.html"))
     assert done.returncode == 2 and "--label" in done.stderr and "given 2 times for 1 run(s)" in done.stderr
 
