@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
+
 from agentsynth_kernel import get_host
 from agentsynth_kernel.engine import execute
 from agentsynth_kernel.spec import Budget, ComponentSpec, RunSpec, resolve_pack
@@ -64,6 +66,7 @@ def _busy_worker_pids() -> list[int]:
     return pids
 
 
+@pytest.mark.slow
 def test_a_worker_killed_with_requests_in_flight_is_charged_their_worst_case(ray_cluster, tmp_path):
     import os
     import signal
@@ -112,6 +115,7 @@ def test_a_worker_killed_with_requests_in_flight_is_charged_their_worst_case(ray
         server.stop()
 
 
+@pytest.mark.slow
 def test_requests_in_flight_on_workers_at_a_driver_kill_9_still_count_on_resume(cli_env, tmp_path):
     """The kernel's kill -9 budget guarantee, with the requests sent from Ray workers: each was in
     the driver's journal before it left."""
