@@ -4,7 +4,7 @@ import json
 import re
 
 from agentsynth_kernel.testing import status
-from conftest import Roles, read_jsonl, spec_text
+from conftest import Roles, llm, read_jsonl, spec_text
 
 PROBLEM = "A baker uses 3/4 of a bag of flour per cake and bakes {n} cakes; how many bags does he use?"
 
@@ -161,3 +161,24 @@ def test_json_mode_asks_for_json_only_on_json_roles(server, run_spec):
     assert fmt["type"] == "json_schema" and fmt["json_schema"]["schema"]["required"] == ["problem", "answer"]
     assert all("response_format" not in c["body"] for c in roles.calls("weak"))  # solvers answer in prose
     assert all("response_format" not in c["body"] for c in roles.calls("auditor"))  # json_mode is per model
+
+
+def test_a_budget_stop_keeps_finished_items_and_a_larger_budget_continues(server, run_spec):
+    def challenger(prompt, n):
+        topic = re.search(r"about (.*?) \(variant", prompt).group(1)
+        return json.dumps({"problem": f"{PROBLEM.format(n=2)} (about {topic})", "answer": "3/4"})
+
+    server.handler = Roles(challenger=challenger, weak=solver(0), strong=solver(4))
+    text = spec_text(server, {"type": "math", "count": 4}, concurrency=1, reflector=None,
+                     weak={**llm(server, "weak"), "max_tokens": 64}, strong={**llm(server, "strong"), "max_tokens": 64})
+    small = text.replace('"name": "test"', '"name": "test", "budget": {"tokens": 1200}')
+    code, report, out = run_spec(small, name="spec.yaml")
+    assert code == 3, (out, report)
+    assert report["stopped"].startswith("budget") and 1 <= report["accepted"] < 4
+    stored = report["accepted"]
+    assert len(read_jsonl(report["output"])) == stored
+    big = text.replace('"name": "test"', '"name": "test", "budget": {"tokens": 1000000}')
+    code, report, out = run_spec(big, name="spec.yaml")
+    assert code == 0, out
+    assert report["restored_items"] == stored and report["accepted"] == 4
+    assert len(read_jsonl(report["output"])) == 4
