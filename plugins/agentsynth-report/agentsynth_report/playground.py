@@ -39,6 +39,7 @@ class Session:
         self.id = secrets.token_hex(8)
         self.pack, self.task, self.policy, self.seed, self.delay = pack, task, policy, seed, delay
         self.steps: list[dict[str, Any]] = []
+        self.first_observation = ""  # what the world showed the agent at reset
         self.status = "running"
         self.result: dict[str, Any] | None = None
         self.started = time.time()
@@ -59,6 +60,7 @@ class Session:
     def view(self, since: int) -> dict[str, Any]:
         since = max(0, since)
         return {"id": self.id, "status": self.status, "task": self.task.id, "steps": self.steps[since:],
+                "first_observation": self.first_observation,
                 "total_steps": len(self.steps), "result": self.result if self.status != "running" else None}
 
 
@@ -74,6 +76,8 @@ class Recorder:
         self.turns = 0
 
     async def act(self, state: Any) -> Any:
+        if not self.turns:
+            self.session.first_observation = state.trajectory.initial_observation
         self.session.publish(state.trajectory.steps)
         if self.turns and self.session.delay:
             await asyncio.sleep(self.session.delay)  # let a person watch: an oracle acts in microseconds

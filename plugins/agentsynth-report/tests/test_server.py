@@ -178,6 +178,7 @@ def test_playground_runs_an_oracle_episode_step_by_step(server: Server, page: Pa
     assert seen_running_with_steps
     assert p.locator("#pg-verdict .final").inner_text() == "verdict: passed"
     assert p.locator("#pg-out li.step").count() >= 3
+    assert "A SQLite database. Tables:" in p.locator("#pg-first pre").text_content()
     assert p.locator("#pg-verdict li.ok").count() >= 1 and p.locator("#pg-verdict li.bad").count() == 0
     page.shot("serve-playground")
     assert page.errors == []

@@ -749,11 +749,15 @@
         .catch(function (e) { status.textContent = "error: " + e.message; status.className = "error"; run.disabled = false; });
     });
     function follow(id) {
+      var first = el("details", { id: "pg-first", style: "display:none" }, [el("summary", { text: "what the world showed first" }), el("pre")]);
       var list = el("ol", { class: "steps" }), verdict = el("div", { id: "pg-verdict" });
-      out.appendChild(list); out.appendChild(verdict);
+      out.appendChild(first); out.appendChild(list); out.appendChild(verdict);
       var seen = 0;
       function poll() {
         api("/api/playground/" + encodeURIComponent(id) + "?since=" + seen).then(function (r) {
+          if (r.first_observation && first.style.display === "none") {
+            first.querySelector("pre").textContent = r.first_observation; first.style.display = "";
+          }
           var fresh = renderSteps(r.steps);
           Array.prototype.slice.call(fresh.childNodes).forEach(function (li, i) {
             li.querySelector(".stephead b").textContent = "step " + (seen + i + 1); list.appendChild(li); });
