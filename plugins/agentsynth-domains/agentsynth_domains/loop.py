@@ -438,6 +438,7 @@ async def run_loop(settings: Settings, domain: Any, *, client: Any, store: Any =
                                          "acceptance": loop.mode})
             store.set_meta("made_by", f"generator autosynth (domain {settings.domain})")
             store.set_meta("planned", len(source))
+            store.set_meta("pack", {"id": f"domain:{settings.domain}"})  # what `agentsynth status` shows
         for _, kind, data in store.events():
             if kind == "autosynth_round":
                 partial.setdefault(data["item"], []).append(RoundResult(**data["round"]))

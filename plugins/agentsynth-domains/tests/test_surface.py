@@ -76,3 +76,27 @@ def test_bad_input_is_a_clear_error(tmp_path, generate, message):
     assert result.returncode == 2, result.stderr
     assert "spec.yaml: generate." in result.stderr and message in result.stderr, result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_verify_none_falls_back_to_the_judge(server, run_spec, tmp_path):
+    CliRunner().invoke(cli, ["init-domain", "capitals", "-o", str(tmp_path / "capitals.py")])
+
+    def challenger(prompt, n):
+        capital = re.search(r"capital of \w+ \((\w+)\)", prompt).group(1)
+        return json.dumps({"question": f"Riddle about {capital}?", "answer": capital})
+
+    def judge(prompt, n):
+        # the scaffold's judge prompt: "Reference answer: X\nResponse: Y"
+        ref = re.search(r"Reference answer: (\w+)", prompt).group(1)
+        return json.dumps({"score": 1.0 if f"It is {ref}" in prompt else 0.0})
+
+    def strong(prompt, n):
+        return "It is " + prompt.split()[2].rstrip("?")  # "Riddle about Paris?" -> "It is Paris"
+
+    roles = Roles(challenger=challenger, weak=lambda p, n: "No idea", strong=strong, judge=judge)
+    server.handler = roles
+    code, report, out = run_spec(spec_text(server, "capitals.py", attempts=2))
+    assert code == 0, out
+    assert report["accepted"] == 3
+    # no "answer:" line anywhere: verify said None, so every attempt went to the judge
+    assert len(roles.calls("judge")) == 3 * 4
