@@ -376,7 +376,7 @@ def run_server(roots: Sequence[Path], *, host: str = "127.0.0.1", port: int = 87
         raise AgentsynthError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if family == socket.AF_INET6 else host
-    click.echo(f"agentsynth serve: http://{shown}:{bound}/  ({len(find_run_dirs(roots))} run dir(s) under "
+    click.echo(f"agentsynth serve: http://{shown}:{bound}/ ({len(find_run_dirs(roots))} run dir(s) under "
                f"{', '.join(str(r) for r in roots)}; Ctrl-C to stop)", err=False)
     config = uvicorn.Config(create_app(roots, public=public), log_level="warning", lifespan="off")
     uvicorn.Server(config).run(sockets=[sock])
