@@ -13,11 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from agentsynth_kernel import AgentsynthError, BudgetExceeded, EpisodeResult, Usage, get_host
-from agentsynth_kernel.llm import BudgetLedger, BudgetUnenforceable, Reservation
+from agentsynth_kernel.llm import LEDGER_KEY, BudgetLedger, BudgetUnenforceable, Reservation
 from agentsynth_kernel.records import to_json
 
-LLM_SERVICE = "llm"  # agentsynth_kernel.llm.SERVICE_KEY: where client_for keeps the run's client
-LEDGER_SERVICE = "llm.ledger"  # the ledger every LLM client of the run must charge (the driver's, remote)
+LEDGER_SERVICE = LEDGER_KEY  # the run service whose ledger every LLM client of the run charges (client_for)
 
 
 class RemoteLedger(BudgetLedger):
@@ -59,18 +58,6 @@ class RemoteLedger(BudgetLedger):
 
     def charge(self, tokens: int = 0, usd: float = 0.0) -> None:
         """Earlier sessions' spend is charged once, on the driver's ledger, not per worker."""
-
-
-class _Services(dict):  # type: ignore[type-arg]
-    """The worker's ``run.services``. The run's one ledger is offered under ``llm.ledger``, where the
-    kernel's ``client_for`` looks for it; until every kernel does, the LLM client it creates on first
-    use (``services["llm"] = ...``) is also handed that ledger here."""
-
-    def __setitem__(self, key: str, value: Any) -> None:
-        shared = self.get(LEDGER_SERVICE)
-        if key == LLM_SERVICE and shared is not None and hasattr(value, "ledger"):
-            value.ledger = shared
-        super().__setitem__(key, value)
 
 
 def _locate_pack(pack: Any, host: Any) -> Any:
@@ -125,7 +112,6 @@ class EpisodeWorker:
             self.run = RunInfo(context["run_id"], spec, self.pack,
                                Path(run_dir) if run_dir and Path(run_dir).is_dir() else None,
                                total=context["total"], run_hash=context["run_hash"], spent=Usage())
-            self.run.services = _Services()
             if limited and broker is not None:
                 self.run.services[LEDGER_SERVICE] = RemoteLedger(broker, name, budget.usd, budget.tokens)
         except Exception as exc:

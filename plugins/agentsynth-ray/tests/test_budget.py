@@ -167,22 +167,17 @@ executor: {{type: ray, workers: 2, per_worker: 2}}
         server.stop()
 
 
-def test_a_worker_llm_client_charges_the_run_ledger_with_or_without_the_kernel_seam():
-    """``client_for`` on a worker hands out a client whose ledger is the RemoteLedger, both through the
-    kernel's ``llm.ledger`` service and through the services mapping (kernels without that seam)."""
+def test_a_worker_llm_client_charges_the_run_ledger():
+    """``client_for`` on a worker hands out a client whose ledger is the RemoteLedger (the kernel's
+    ``llm.ledger`` service), and a worker never charges earlier sessions' spend itself."""
     from agentsynth_kernel.engine import RunInfo
-    from agentsynth_kernel.llm import LLMClient, client_for
-    from agentsynth_ray.worker import LEDGER_SERVICE, RemoteLedger, _Services
+    from agentsynth_kernel.llm import client_for
+    from agentsynth_ray.worker import LEDGER_SERVICE, RemoteLedger
 
-    spec, pack = RunSpec(policy=ComponentSpec("noop"), pack="core", budget=Budget(tokens=1000)), None
+    spec = RunSpec(policy=ComponentSpec("noop"), pack="core", budget=Budget(tokens=1000))
     ledger = RemoteLedger(broker=None, worker="w1", usd=None, tokens=1000)
-    run = RunInfo("r", spec, pack, None, total=1)
-    run.services = _Services()
+    run = RunInfo("r", spec, None, None, total=1)  # type: ignore[arg-type]
     run.services[LEDGER_SERVICE] = ledger
     assert client_for(run).ledger is ledger
-    services = _Services()
-    services[LEDGER_SERVICE] = ledger
-    services["llm"] = client = LLMClient(budget_tokens=1000, cache=False)
-    assert client.ledger is ledger
     ledger.charge(500)  # earlier sessions are charged on the driver's ledger, never per worker
     assert ledger.spent_tokens == 0
