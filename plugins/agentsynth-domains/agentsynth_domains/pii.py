@@ -14,13 +14,17 @@ from agentsynth_kernel.secrets import REDACTED, redact_text
 
 EMAIL = re.compile(r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}\b")
 # +1 415 555 0100, (415) 555-0100, 415-555-0100, +44 20 7946 0958: 9 to 15 digits with separators
-PHONE = re.compile(r"(?<![\w/.])(?:\+\d{1,3}[\s.-]?)?(?:\(\d{2,4}\)[\s.-]?)?\d{2,4}(?:[\s.-]\d{2,4}){2,3}(?![\w/])")
+PHONE = re.compile(r"(?<![\w/.])(?:\+\d{1,3}[\s.-]?)?"
+                   r"(?:\(\d{2,4}\)[\s.-]?\d{2,4}(?:[\s.-]\d{2,4}){1,2}|\d{2,4}(?:[\s.-]\d{2,4}){2,3})(?![\w/])")
+
+
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}|\d{2}[./]\d{2}[./]\d{4}")
 
 
 def _phone_like(match: re.Match[str]) -> bool:
     text = match.group(0)
     digits = sum(c.isdigit() for c in text)
-    return 9 <= digits <= 15 and any(c in text for c in " .-()+")
+    return 9 <= digits <= 15 and any(c in text for c in " .-()+") and not _DATE.search(text)
 
 
 def scrub_text(text: str) -> tuple[str, list[str]]:
