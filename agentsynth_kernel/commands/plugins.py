@@ -49,7 +49,8 @@ def plugin_listing() -> list[dict[str, Any]]:
     loaded = sys.modules.get("agentsynth_kernel.plugins")  # not imported for a cached listing (it pulls pluggy)
     if loaded is not None and loaded._host is not None:  # this process has plugins loaded (maybe more): them
         return [p.to_dict() for p in loaded._host.list_plugins()]
-    key = _fingerprint()
+    # tracing hook calls (AGENTSYNTH_TRACE_PLUGINS) needs them called: no cache then
+    key = None if os.environ.get("AGENTSYNTH_TRACE_PLUGINS") else _fingerprint()
     cache = _cache_dir() / f"plugins-{key}.json" if key else None
     if cache is not None and cache.is_file():
         try:

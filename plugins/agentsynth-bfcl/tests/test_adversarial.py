@@ -9,8 +9,7 @@ import pytest
 from agentsynth_bfcl.env import ACK, BfclAst, BfclEnvironment, item_functions, to_tool
 from agentsynth_bfcl.exploits import bfcl_exploits
 from agentsynth_bfcl.matcher import ground_truth_calls, match
-from agentsynth_kernel import ToolCall, Trajectory
-from agentsynth_kernel.spec import load_pack
+from agentsynth_kernel import ToolCall, Trajectory, load_pack
 from agentsynth_kernel.testing.adversarial import (
     GENERIC_EXPLOITS,
     assert_unfarmable,

@@ -8,8 +8,7 @@ import asyncio
 import pytest
 
 from agentsynth_bfcl.convert import CATEGORIES, write_pack
-from agentsynth_kernel.engine import execute
-from agentsynth_kernel.spec import ComponentSpec, RunSpec, load_pack
+from agentsynth_kernel import ComponentSpec, RunSpec, execute, load_pack
 from conftest import installed_data, needs_bfcl_eval
 
 

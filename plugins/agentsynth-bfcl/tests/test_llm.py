@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import asyncio
 
-from agentsynth_kernel.engine import execute
-from agentsynth_kernel.spec import ComponentSpec, RunSpec, load_pack
+from agentsynth_kernel import ComponentSpec, RunSpec, execute, load_pack
 from agentsynth_kernel.testing import ScriptedLLMServer, reply, tool_calls
 
 RIGHT = (("spotify_play", {"artist": "Taylor Swift", "duration": 20}),

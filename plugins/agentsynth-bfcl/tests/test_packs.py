@@ -14,10 +14,8 @@ import pytest
 from click.testing import CliRunner
 
 from agentsynth_bfcl.convert import CATEGORIES, load_items, write_pack
-from agentsynth_kernel import AgentsynthError, get_host
+from agentsynth_kernel import AgentsynthError, get_host, load_pack, validate_pack
 from agentsynth_kernel.cli import cli
-from agentsynth_kernel.commands.pack import validate_pack
-from agentsynth_kernel.spec import load_pack
 from conftest import SUBSET
 
 

@@ -31,8 +31,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urldefrag, urljoin, urlsplit
 
-from agentsynth_kernel import Observation, ToolCall, ToolSpec
-from agentsynth_kernel.importing import import_file, import_object
+from agentsynth_kernel import Observation, ToolCall, ToolSpec, import_file, import_object
 
 from . import launcher
 from .server import AppServer, static_app

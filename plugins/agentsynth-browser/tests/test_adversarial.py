@@ -9,7 +9,7 @@ import pytest
 
 from agentsynth_browser import launcher
 from agentsynth_browser.exploits import BROWSER_EXPLOITS, CANARY, FAKEABLE
-from agentsynth_kernel.spec import load_pack
+from agentsynth_kernel import load_pack
 from agentsynth_kernel.testing.adversarial import GENERIC_EXPLOITS, assert_unfarmable, exploits_for
 
 

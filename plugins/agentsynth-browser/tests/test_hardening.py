@@ -14,8 +14,7 @@ from agentsynth_browser import BrowserEnvironment, launcher
 from agentsynth_browser.checkers import AppDbChecker, PageChecker, UrlChecker
 from agentsynth_browser.exploits import CANARY
 from agentsynth_browser.server import db_bytes
-from agentsynth_kernel import ToolCall, Trajectory
-from agentsynth_kernel.spec import load_pack
+from agentsynth_kernel import ToolCall, Trajectory, load_pack
 from agentsynth_kernel.testing.adversarial import Exploit, run_exploits
 
 TRAJ = Trajectory("t", "x")

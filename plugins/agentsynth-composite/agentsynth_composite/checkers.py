@@ -22,8 +22,18 @@ from typing import Any
 
 import attrs
 
-from agentsynth_kernel import Step, ToolCall, ToolSpec, Trajectory, Verdict, get_host
-from agentsynth_kernel.spec import ComponentSpec, InvalidValue, build, check_component
+from agentsynth_kernel import (
+    ComponentSpec,
+    InvalidValue,
+    Step,
+    ToolCall,
+    ToolSpec,
+    Trajectory,
+    Verdict,
+    build,
+    check_component,
+    get_host,
+)
 
 from .env import SEPARATOR, world_name_problem
 

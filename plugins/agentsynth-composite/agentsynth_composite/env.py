@@ -31,8 +31,18 @@ from typing import Any
 
 import attrs
 
-from agentsynth_kernel import AgentsynthError, Observation, ToolCall, ToolSpec, get_host, runs_inline
-from agentsynth_kernel.spec import ComponentSpec, InvalidValue, build, check_component
+from agentsynth_kernel import (
+    AgentsynthError,
+    ComponentSpec,
+    InvalidValue,
+    Observation,
+    ToolCall,
+    ToolSpec,
+    build,
+    check_component,
+    get_host,
+    runs_inline,
+)
 
 SEPARATOR = "__"
 WORLD_NAME = re.compile(r"^[A-Za-z0-9]+(?:[-_][A-Za-z0-9]+)*$")

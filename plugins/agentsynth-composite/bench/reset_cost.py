@@ -20,9 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from agentsynth_kernel import ToolCall, get_host
-from agentsynth_kernel.components import call
-from agentsynth_kernel.spec import ComponentSpec, build, load_pack
+from agentsynth_kernel import ComponentSpec, ToolCall, build, call, get_host, load_pack
 
 
 def _stats(values: list[float]) -> dict[str, float]:

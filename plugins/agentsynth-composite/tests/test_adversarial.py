@@ -9,9 +9,7 @@ import asyncio
 import pytest
 from packs import TWO_COUNTERS, write_pack
 
-from agentsynth_kernel import ToolCall, get_host
-from agentsynth_kernel.episode import EpisodeConfig, run_episode
-from agentsynth_kernel.spec import ComponentSpec, load_pack
+from agentsynth_kernel import ComponentSpec, EpisodeConfig, ToolCall, get_host, load_pack, run_episode
 from agentsynth_kernel.testing.adversarial import assert_unfarmable, exploits_for
 
 TASK = {"id": "a3", "instruction": "Add 3 to counter a, leave b alone.",

@@ -12,9 +12,15 @@ import pytest
 import worlds
 from packs import BOTH_ORACLE, COUNTER_KV, TWO_COUNTERS, both_task, write_pack
 
-from agentsynth_kernel import SpecError, ToolCall, get_host
-from agentsynth_kernel.episode import EpisodeConfig, run_episode
-from agentsynth_kernel.spec import ComponentSpec, load_pack
+from agentsynth_kernel import (
+    ComponentSpec,
+    EpisodeConfig,
+    SpecError,
+    ToolCall,
+    get_host,
+    load_pack,
+    run_episode,
+)
 
 
 def play(pack, actions, task=0, timeout=30.0):
@@ -283,7 +289,7 @@ def test_the_composite_checker_refuses_a_plain_environment():
 def test_the_world_state_gate_composes(tmp_path):
     """pack validate counts `composite` as reading the world (its inner checker does) and
     `composite_answer` as not: a task checked only through composite_answer fails the gate."""
-    from agentsynth_kernel.commands.pack import validate_pack
+    from agentsynth_kernel import validate_pack
 
     task = {"id": "t", "instruction": "Call inc twice in c.",
             "checkers": [{"type": "composite_answer", "world": "c",

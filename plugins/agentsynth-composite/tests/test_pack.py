@@ -9,9 +9,7 @@ import asyncio
 import attrs
 import pytest
 
-from agentsynth_kernel import ToolCall, get_host
-from agentsynth_kernel.episode import EpisodeConfig, run_episode
-from agentsynth_kernel.spec import ComponentSpec, load_pack
+from agentsynth_kernel import ComponentSpec, EpisodeConfig, ToolCall, get_host, load_pack, run_episode
 from agentsynth_kernel.testing.adversarial import assert_unfarmable, exploits_for
 from conftest import has_sandbox
 
@@ -30,7 +28,7 @@ def play(pack, task, actions, timeout=90):
 def test_sql_python_passes_every_gate():
     """Every gate (about 200 episodes in sandboxes: a minute on 2 cores); the integration test
     runs the same through the CLI."""
-    from agentsynth_kernel.commands.pack import validate_pack
+    from agentsynth_kernel import validate_pack
 
     pack, gates = validate_pack("sql-python", concurrency=3, timeout=90)
     assert pack is not None and len(pack.tasks) == 4

@@ -33,8 +33,7 @@ from typing import Any
 
 import attrs
 
-from agentsynth_kernel import Observation, ToolCall, ToolSpec
-from agentsynth_kernel.spec import InvalidValue
+from agentsynth_kernel import InvalidValue, Observation, ToolCall, ToolSpec
 
 from .convert import MediaStore, agent_tool_names, resource_observation, tool_observation, tool_spec
 from .launcher import launch_argv

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agentsynth_kernel.spec import load_pack
+from agentsynth_kernel import load_pack
 from agentsynth_kernel.testing.adversarial import GENERIC_EXPLOITS, Exploit, assert_unfarmable, exploits_for
 from agentsynth_mcp.exploits import MARKER, host_untouched, mcp_exploits
 

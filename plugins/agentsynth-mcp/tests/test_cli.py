@@ -101,7 +101,7 @@ def test_crash_hang_and_tool_error_episodes_through_run(tmp_path):
     assert len(pids) == 4
     assert all(wait_dead(pid) for pid in pids)
     # the tool error is in the stored trajectory as an error observation the agent saw
-    from agentsynth_kernel.store import RunStore
+    from agentsynth_kernel import RunStore
 
     store = RunStore(tmp_path / "run")
     try:

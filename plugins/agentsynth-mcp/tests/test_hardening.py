@@ -15,8 +15,7 @@ from pathlib import Path
 import pytest
 from mcp_helpers import HERE, TOY, wait_dead
 
-from agentsynth_kernel import ToolCall, Trajectory
-from agentsynth_kernel.spec import InvalidValue
+from agentsynth_kernel import InvalidValue, ToolCall, Trajectory
 from agentsynth_mcp import McpEnvironment, McpServerError, McpSpec
 from agentsynth_mcp.checkers import McpCall, McpFile, McpSql
 from agentsynth_mcp.world import sweep_stale

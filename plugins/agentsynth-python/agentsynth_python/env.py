@@ -29,8 +29,7 @@ from typing import Annotated, Any
 
 import attrs
 
-from agentsynth_kernel import Observation, ToolCall, ToolSpec
-from agentsynth_kernel.spec import Bounds, InvalidValue
+from agentsynth_kernel import Bounds, InvalidValue, Observation, ToolCall, ToolSpec
 
 from .files import describe_changes, scan, seed_world
 from .sandbox import (

@@ -3,7 +3,7 @@ attempt touches the host (markers, watched files, leaked processes, loopback con
 
 from __future__ import annotations
 
-from agentsynth_kernel.spec import load_pack
+from agentsynth_kernel import load_pack
 from agentsynth_kernel.testing.adversarial import GENERIC_EXPLOITS, assert_unfarmable, exploits_for
 from agentsynth_python.exploits import host_untouched, python_exploits
 from agentsynth_python.sandbox import leaked_processes

@@ -14,11 +14,18 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from agentsynth_kernel import AgentsynthError, EpisodeResult
-from agentsynth_kernel.engine import session_state
-from agentsynth_kernel.report import INFRA_KINDS
-from agentsynth_kernel.stats import paired_sign_test, pass_at_k, pass_hat_k, wilson_interval
-from agentsynth_kernel.store import STORE_FILE, RunStore
+from agentsynth_kernel import (
+    INFRA_KINDS,
+    STORE_FILE,
+    AgentsynthError,
+    EpisodeResult,
+    RunStore,
+    paired_sign_test,
+    pass_at_k,
+    pass_hat_k,
+    session_state,
+    wilson_interval,
+)
 
 # status codes of the compact rows and the grid (the page's legend uses the same ones)
 STATUS = {"passed": 1, "failed": 0, "error": 2}

@@ -17,11 +17,20 @@ import time
 from pathlib import Path
 from typing import Any
 
-from agentsynth_kernel import AgentsynthError, EpisodeResult, SpecError, get_host
-from agentsynth_kernel.commands.bench import parse_policy
-from agentsynth_kernel.episode import EpisodeConfig, run_episode
-from agentsynth_kernel.records import to_builtins
-from agentsynth_kernel.spec import ComponentSpec, Pack, build, load_pack
+from agentsynth_kernel import (
+    AgentsynthError,
+    ComponentSpec,
+    EpisodeConfig,
+    EpisodeResult,
+    Pack,
+    SpecError,
+    build,
+    get_host,
+    load_pack,
+    run_episode,
+    to_builtins,
+)
+from agentsynth_kernel import parse_component as parse_policy
 
 # What a page may ask for: code-running policies (``callable``) are refused, since any web page
 # the user visits could post to a server on 127.0.0.1.

@@ -33,10 +33,7 @@ from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Respon
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from agentsynth_kernel import AgentsynthError, SpecError
-from agentsynth_kernel.engine import session_state
-from agentsynth_kernel.records import to_builtins
-from agentsynth_kernel.store import STORE_FILE
+from agentsynth_kernel import STORE_FILE, AgentsynthError, SpecError, session_state, to_builtins
 
 from .html import asset, build_report, script_json
 from .model import compare_if_paired, digest_store, find_run_dirs, leaderboard, open_store

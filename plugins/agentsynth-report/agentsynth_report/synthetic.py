@@ -17,6 +17,7 @@ from agentsynth_kernel import (
     Answer,
     EpisodeResult,
     Observation,
+    RunStore,
     Step,
     ToolCall,
     ToolSpec,
@@ -24,7 +25,6 @@ from agentsynth_kernel import (
     Usage,
     Verdict,
 )
-from agentsynth_kernel.store import RunStore
 
 KINDS = ("agent", "agent", "agent", "environment", "provider", "timeout")
 SQL = {"type": "object", "properties": {"sql": {"type": "string", "description": "SQLite SQL. Several statements may "

@@ -6,8 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from agentsynth_kernel import AgentsynthError, EpisodeResult, Trajectory, Usage, Verdict
-from agentsynth_kernel.store import RunStore
+from agentsynth_kernel import AgentsynthError, EpisodeResult, RunStore, Trajectory, Usage, Verdict
 from agentsynth_report.model import check_run_dirs, compare, digest_run_dir, find_run_dirs, rank
 
 

@@ -154,8 +154,7 @@ def test_the_viewer_shows_the_real_world_diff(tmp_path: Path, page: Page) -> Non
 
 
 def test_judge_scores_on_another_scale_are_charted(tmp_path: Path, page: Page) -> None:
-    from agentsynth_kernel import EpisodeResult, Trajectory
-    from agentsynth_kernel.store import RunStore
+    from agentsynth_kernel import EpisodeResult, RunStore, Trajectory
 
     store = RunStore(tmp_path / "run")
     store.set_meta("spec", {"policy": {"type": "noop"}, "trials": 1})

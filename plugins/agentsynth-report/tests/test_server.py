@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 from playwright.sync_api import expect
 
-from agentsynth_kernel.store import RunStore
+from agentsynth_kernel import RunStore
 from agentsynth_report.synthetic import synthetic_result, write_run
 from conftest import PAYLOAD, Page, Server, agentsynth, start_server, stop_server
 

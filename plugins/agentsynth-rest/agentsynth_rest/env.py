@@ -43,8 +43,7 @@ import attrs
 import certifi
 import httpx
 
-from agentsynth_kernel import Observation, ToolCall, ToolSpec
-from agentsynth_kernel.spec import Bounds, InvalidValue
+from agentsynth_kernel import Bounds, InvalidValue, Observation, ToolCall, ToolSpec
 
 from . import server
 from .openapi import (
@@ -150,7 +149,7 @@ class RestEnvironment:
 
     def __init__(self, spec: RestEnvSpec | None = None, base_dir: Path | None = None, **params: Any) -> None:
         if spec is None:  # built directly (not from a spec file): the same structuring and errors
-            from agentsynth_kernel.spec import structure
+            from agentsynth_kernel import structure
 
             spec = structure(params, RestEnvSpec, source="environment")
         self.spec = spec
@@ -172,7 +171,7 @@ class RestEnvironment:
             raise InvalidValue("app_args: arguments of an app factory; this world has no 'app'")
         if s.reset is not None and s.app is not None:
             raise InvalidValue("reset: an app world is built fresh per episode; 'reset' is for base_url worlds")
-        from agentsynth_kernel.secrets import is_secret_key
+        from agentsynth_kernel import is_secret_key
 
         for name in s.headers:
             if name.lower() in FORBIDDEN_HEADERS or is_secret_key(name) or _UNSAFE_HEADER.search(name + s.headers[name]):
@@ -180,7 +179,7 @@ class RestEnvironment:
                                    "read from an environment variable)")
         self.factory: Any = None
         if s.app is not None:
-            from agentsynth_kernel.importing import import_object
+            from agentsynth_kernel import import_object
 
             try:
                 self.factory = import_object(s.app, base_dir=self.base_dir)
@@ -284,7 +283,7 @@ class RestEnvironment:
                 headers[auth.header] = (auth.prefix or "") + value
             elif auth.scheme is None:
                 raise server.WorldStartError(f"auth[{i}]: give 'header' or 'scheme' (a securityScheme of the document)")
-        from agentsynth_kernel.secrets import remember
+        from agentsynth_kernel import remember
 
         remember(*values)
         return headers, values
@@ -303,7 +302,7 @@ class RestEnvironment:
             port = self._slot.port
         else:
             assert s.app is not None
-            from agentsynth_kernel.importing import absolute_code_ref
+            from agentsynth_kernel import absolute_code_ref
 
             ref = absolute_code_ref(s.app, self.base_dir)
             self._proc = await asyncio.to_thread(server.Subprocess, ref, self.base_dir, self.world, seed,

@@ -40,7 +40,7 @@ def main() -> int:
     _die_with_parent()
     import uvicorn
 
-    from agentsynth_kernel.importing import import_object
+    from agentsynth_kernel import import_object
 
     from .server import build_app
 

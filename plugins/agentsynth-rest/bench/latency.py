@@ -28,8 +28,7 @@ from typing import Any
 
 import httpx
 
-from agentsynth_kernel import ToolCall, Trajectory
-from agentsynth_kernel.importing import import_object
+from agentsynth_kernel import ToolCall, Trajectory, import_object
 from agentsynth_rest import server
 from agentsynth_rest.checkers import HttpChecker, RestDbChecker
 from agentsynth_rest.env import RestEnvironment

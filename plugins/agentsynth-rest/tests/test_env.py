@@ -10,8 +10,7 @@ import sqlite3
 
 import pytest
 
-from agentsynth_kernel import ToolCall
-from agentsynth_kernel.spec import InvalidValue
+from agentsynth_kernel import InvalidValue, ToolCall
 from agentsynth_rest import server
 from agentsynth_rest.openapi import OpenAPIError
 from agentsynth_rest.server import WorldStartError
@@ -103,7 +102,7 @@ async def test_credentials_come_from_the_environment_and_never_show(external, mo
     # echoed back: masked in what the agent sees and in the structured data that is stored
     assert SECRET not in obs.content and "<redacted>" in obs.content and SECRET not in json.dumps(obs.data)
     assert headers["x-api-key"] == "<redacted>" and obs.data["json"]["body"] == '{"note": "<redacted>"}'
-    from agentsynth_kernel.secrets import redact
+    from agentsynth_kernel import redact
 
     assert SECRET not in redact(f"x {SECRET} y")  # and remembered by the kernel's redaction of everything stored
     await env.close()
@@ -149,9 +148,7 @@ async def test_app_errors_are_error_observations_and_the_server_survives():
 
 
 def test_a_world_that_fails_to_start_is_an_environment_error_with_its_reason(tmp_path):
-    from agentsynth_kernel import get_host
-    from agentsynth_kernel.episode import EpisodeConfig, run_episode
-    from agentsynth_kernel.spec import ComponentSpec, load_pack
+    from agentsynth_kernel import ComponentSpec, EpisodeConfig, get_host, load_pack, run_episode
 
     (tmp_path / "pack.yaml").write_text(
         "id: broken\nenvironment: {type: rest, app: world/hostile.py:failing_app, openapi: world/hostile.yaml}\n"
@@ -180,8 +177,7 @@ async def test_a_subprocess_app_that_dies_at_start_is_a_start_error_with_its_std
     ("{type: rest, app: a.py:f, reset: {method: GET}}", "environment.reset.path: missing required key"),
 ])
 def test_a_bad_world_spec_is_a_path_qualified_error(tmp_path, environment, message):
-    from agentsynth_kernel import SpecError
-    from agentsynth_kernel.spec import load_pack
+    from agentsynth_kernel import SpecError, load_pack
 
     (tmp_path / "pack.yaml").write_text(f"id: bad\nenvironment: {environment}\ntasks:\n  - id: t\n    instruction: x\n"
                                         "    checkers: [{type: http, path: /a, status: 200}]\n")

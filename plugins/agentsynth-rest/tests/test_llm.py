@@ -8,9 +8,7 @@ import asyncio
 
 import yaml
 
-from agentsynth_kernel import get_host
-from agentsynth_kernel.engine import execute
-from agentsynth_kernel.spec import load_run_spec
+from agentsynth_kernel import execute, get_host, load_run_spec
 from agentsynth_kernel.testing import ScriptedLLMServer, conversation_handler, reply, tool_calls
 
 SCRIPT = [

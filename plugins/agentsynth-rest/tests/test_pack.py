@@ -6,10 +6,7 @@ from __future__ import annotations
 
 import asyncio
 
-from agentsynth_kernel import get_host
-from agentsynth_kernel.commands.pack import validate_pack
-from agentsynth_kernel.episode import EpisodeConfig, run_episode
-from agentsynth_kernel.spec import ComponentSpec, load_pack
+from agentsynth_kernel import ComponentSpec, EpisodeConfig, get_host, load_pack, run_episode, validate_pack
 from agentsynth_kernel.testing.adversarial import GENERIC_EXPLOITS, exploits_for
 from agentsynth_rest.exploits import canary, rest_exploits
 

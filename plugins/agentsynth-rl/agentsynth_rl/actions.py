@@ -19,7 +19,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from agentsynth_kernel.records import Action, Answer, Observation, Step, ToolCall
+from agentsynth_kernel import Action, Answer, Observation, Step, ToolCall
 
 EXPECTED = ("an action: a ToolCall or Answer, a str (the final answer), an OpenAI tool call "
             "{'type': 'function', 'function': {'name': ..., 'arguments': ...}}, an assistant message with "

@@ -21,20 +21,30 @@ from typing import Any, Literal
 
 import gymnasium
 
-from agentsynth_kernel.episode import Episode, EpisodeConfig, StageError, attribute, cap_observation
-from agentsynth_kernel.plugins import PluginHost, get_host
-from agentsynth_kernel.records import (
+from agentsynth_kernel import (
+    SPLITS,
     Answer,
+    ComponentSpec,
+    Episode,
+    EpisodeConfig,
     EpisodeResult,
     Observation,
+    Pack,
+    PluginHost,
+    StageError,
     Step,
+    Task,
     ToolCall,
     ToolSpec,
     Verdict,
+    attribute,
+    build,
+    cap_observation,
+    get_host,
+    load_pack,
     to_builtins,
     to_openai_messages,
 )
-from agentsynth_kernel.spec import SPLITS, ComponentSpec, Pack, Task, build, load_pack
 
 from .actions import ActionError, parse_actions
 from .loop import run_sync

@@ -26,8 +26,7 @@ from typing import Any
 
 import attrs
 
-from agentsynth_kernel.plugins import PluginHost, get_host
-from agentsynth_kernel.spec import Pack
+from agentsynth_kernel import Pack, PluginHost, get_host
 
 from .env import resolve_pack, split_tasks
 

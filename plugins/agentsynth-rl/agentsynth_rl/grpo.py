@@ -17,10 +17,16 @@ import re
 from pathlib import Path
 from typing import Any, Literal, Optional, Union
 
-from agentsynth_kernel.episode import replay_episode
-from agentsynth_kernel.plugins import PluginHost, get_host
-from agentsynth_kernel.records import Answer, ToolCall, ToolSpec, Trajectory
-from agentsynth_kernel.spec import Pack
+from agentsynth_kernel import (
+    Answer,
+    Pack,
+    PluginHost,
+    ToolCall,
+    ToolSpec,
+    Trajectory,
+    get_host,
+    replay_episode,
+)
 
 from .actions import ActionError, completion_steps
 from .env import AsyncPackEnv, RewardMode, find_task, resolve_pack, reward_of, split_tasks

@@ -18,9 +18,7 @@ from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import Action, EnvironmentMetadata, Observation, State
 from pydantic import Field
 
-from agentsynth_kernel.plugins import PluginHost, get_host
-from agentsynth_kernel.records import to_builtins
-from agentsynth_kernel.spec import Pack
+from agentsynth_kernel import Pack, PluginHost, get_host, to_builtins
 
 from .actions import ActionError
 from .env import AsyncPackEnv, resolve_pack, split_tasks

@@ -41,7 +41,7 @@ from verifiers.v1.envs.single_agent import SingleAgentEnvConfig
 from verifiers.v1.harnesses.null import NullHarness
 from verifiers.v1.mcp import SharedToolsetConfig, Toolset
 
-from agentsynth_kernel.records import Answer, to_builtins
+from agentsynth_kernel import Answer, to_builtins
 
 from .env import AsyncPackEnv, resolve_pack, reward_of
 from .grpo import dataset_rows

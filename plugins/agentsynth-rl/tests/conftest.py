@@ -10,9 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from agentsynth_kernel import Observation, ToolCall, ToolSpec, Verdict, hookimpl
-from agentsynth_kernel import plugins as plugin_module
-from agentsynth_kernel.spec import load_pack
+from agentsynth_kernel import (
+    Observation,
+    ToolCall,
+    ToolSpec,
+    Verdict,
+    get_host,
+    hookimpl,
+    load_pack,
+    reset_plugins,
+)
 
 
 class KvWorld:
@@ -136,11 +143,11 @@ tasks:
 
 @pytest.fixture
 def host():
-    plugin_module.reset_plugins()
-    host = plugin_module.get_host()
+    reset_plugins()
+    host = get_host()
     host.add_plugin(KvPlugin(), "kv-tests")
     yield host
-    plugin_module.reset_plugins()
+    reset_plugins()
 
 
 @pytest.fixture

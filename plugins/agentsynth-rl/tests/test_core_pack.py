@@ -7,10 +7,7 @@ import asyncio
 
 import pytest
 
-from agentsynth_kernel import ToolCall
-from agentsynth_kernel.episode import EpisodeConfig, run_episode
-from agentsynth_kernel.records import to_openai_messages
-from agentsynth_kernel.spec import ComponentSpec
+from agentsynth_kernel import ComponentSpec, EpisodeConfig, ToolCall, run_episode, to_openai_messages
 from agentsynth_rl import PackEnv, VerdictReward
 
 

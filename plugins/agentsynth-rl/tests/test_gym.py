@@ -7,9 +7,7 @@ import asyncio
 import gymnasium
 import pytest
 
-from agentsynth_kernel import ToolCall
-from agentsynth_kernel.episode import EpisodeConfig, run_episode
-from agentsynth_kernel.spec import ComponentSpec
+from agentsynth_kernel import ComponentSpec, EpisodeConfig, ToolCall, run_episode
 from agentsynth_rl import ActionError, AsyncPackEnv, EpisodeOver, PackEnv, register_gymnasium
 
 PUT_B = {"id": "c1", "type": "function", "function": {"name": "put", "arguments": '{"key": "b", "value": "2"}'}}

@@ -15,8 +15,7 @@ from typing import Any
 
 import attrs
 
-from agentsynth_kernel import Observation, ToolCall, ToolSpec
-from agentsynth_kernel.spec import InvalidValue
+from agentsynth_kernel import InvalidValue, Observation, ToolCall, ToolSpec
 
 from .world import (
     AllowedChanges,

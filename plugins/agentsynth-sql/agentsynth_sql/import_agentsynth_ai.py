@@ -267,7 +267,7 @@ def _checker(raw: Any, where: str, problems: list[str], dropped: list[str]) -> d
 
 def read_scenarios(path: Path) -> list[Any]:
     """The scenario list of an agentsynth-ai pack (YAML, or JSON which YAML reads too)."""
-    from agentsynth_kernel.spec import read_yaml
+    from agentsynth_kernel import read_yaml
 
     data = read_yaml(path)
     if not isinstance(data, list):

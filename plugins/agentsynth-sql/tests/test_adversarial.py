@@ -12,9 +12,16 @@ from pathlib import Path
 
 import pytest
 
-from agentsynth_kernel import Step, ToolCall, Trajectory, get_host
-from agentsynth_kernel.episode import EpisodeConfig, run_episode
-from agentsynth_kernel.spec import ComponentSpec, load_pack
+from agentsynth_kernel import (
+    ComponentSpec,
+    EpisodeConfig,
+    Step,
+    ToolCall,
+    Trajectory,
+    get_host,
+    load_pack,
+    run_episode,
+)
 from agentsynth_kernel.testing.adversarial import GENERIC_EXPLOITS, assert_unfarmable, exploits_for
 from agentsynth_sql.checkers import NoCollateral, SqlAnswer, SqlChecker
 from agentsynth_sql.exploits import sql_exploits

@@ -7,11 +7,18 @@ from collections import Counter
 
 import pytest
 
-from agentsynth_kernel import Answer, ToolCall, get_host
-from agentsynth_kernel.builtins.policies import to_action
-from agentsynth_kernel.engine import execute
-from agentsynth_kernel.importing import import_file
-from agentsynth_kernel.spec import ComponentSpec, RunSpec, build, load_pack
+from agentsynth_kernel import (
+    Answer,
+    ComponentSpec,
+    RunSpec,
+    ToolCall,
+    build,
+    execute,
+    get_host,
+    import_file,
+    load_pack,
+    to_action,
+)
 from agentsynth_sql.world import split_statements
 
 

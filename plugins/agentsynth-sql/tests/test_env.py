@@ -130,8 +130,7 @@ def test_reset_reuse_and_close(files):
 
 
 def test_spec_errors_are_clear():
-    from agentsynth_kernel.errors import SpecError
-    from agentsynth_kernel.spec import structure
+    from agentsynth_kernel import SpecError, structure
 
     with pytest.raises(SpecError, match="give 'schema'"):
         structure({}, SqlEnvSpec, source="p.yaml", prefix="environment")

@@ -15,11 +15,18 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from agentsynth_kernel import SpecError, ToolCall, Trajectory, get_host
+from agentsynth_kernel import (
+    ComponentSpec,
+    RunSpec,
+    SpecError,
+    ToolCall,
+    Trajectory,
+    execute,
+    get_host,
+    load_pack,
+    validate_pack,
+)
 from agentsynth_kernel.cli import cli
-from agentsynth_kernel.commands.pack import validate_pack
-from agentsynth_kernel.engine import execute
-from agentsynth_kernel.spec import ComponentSpec, RunSpec, load_pack
 from agentsynth_sql.compat import AgentsynthAiSql, SqlCompatEnvironment, SqlCompatSpec
 from agentsynth_sql.import_agentsynth_ai import convert, drive_oracle
 

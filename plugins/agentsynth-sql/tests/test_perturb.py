@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from agentsynth_kernel.plugins import get_host
-from agentsynth_kernel.spec import load_pack
+from agentsynth_kernel import get_host, load_pack
 from agentsynth_kernel.testing.adversarial import sibling_problems
 from agentsynth_sql.perturb import perturb_sql_task
 
