@@ -520,7 +520,8 @@ async def run_loop(settings: Settings, domain: Any, *, client: Any, store: Any =
             else:
                 commit("autosynth_round_done", _rounds=[round_event], item=key, round=result.round)
             if on_progress is not None:
-                on_progress("round", {"item": key, "round": result.round, "reason": result.reason})
+                on_progress("round", {"item": key, "round": result.round, "reason": result.reason,
+                                      "detail": result.detail})
 
     async def worker() -> None:
         while not report.stopped:

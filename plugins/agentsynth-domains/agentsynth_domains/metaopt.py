@@ -43,10 +43,11 @@ class Member:
     train: float
     val: float
     reasons: dict[str, int] = attrs.field(factory=dict)
+    details: list[str] = attrs.field(factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "harness": self.harness.to_dict(), "parent": self.parent, "iteration": self.iteration,
-                "train": self.train, "val": self.val, "reasons": self.reasons}
+                "train": self.train, "val": self.val, "reasons": self.reasons, "details": self.details}
 
 
 def harness_key(harness: Harness) -> str:
@@ -114,7 +115,13 @@ class Metaopt:
     async def score(self, harness: Harness, items: list[dict[str, Any]]) -> tuple[float, dict[str, int], list[str]]:
         """The accepted share over ``items`` with ``harness``, rejection reasons, and a few details."""
         settings = attrs.evolve(self.settings, harness=harness, limit=None, pii="off")
-        report = await run_loop(settings, self.domain, client=self.client, items=items)
+        details: list[str] = []
+
+        def seen(kind: str, data: dict[str, Any]) -> None:
+            if kind == "round" and data.get("reason"):
+                details.append(f"{data['reason']}: {str(data.get('detail', ''))[:160]}")
+
+        report = await run_loop(settings, self.domain, client=self.client, items=items, on_progress=seen)
         self.requests += report.requests
         if report.stopped:
             raise AgentsynthError(f"metaopt: stopped: {report.stopped} (population and lineage so far are kept)")
@@ -122,7 +129,7 @@ class Metaopt:
             raise AgentsynthError(f"metaopt: an evaluation failed: {report.failed[0]}")
         reasons = dict(report.rounds)
         reasons.pop("accepted", None)
-        return report.accepted / len(items), reasons, list(report.failed)
+        return report.accepted / len(items), reasons, details[-5:]
 
     async def propose(self, parent: Member, iteration: int) -> dict[str, Any]:
         reasons = ", ".join(f"{k} x{v}" for k, v in sorted(parent.reasons.items(), key=lambda kv: -kv[1])) or "none"
@@ -130,7 +137,8 @@ class Metaopt:
                   f"{json.dumps(parent.harness.to_dict(), indent=1)}\n\n"
                   f"Roles: {', '.join(ROLES)}. Knobs: {', '.join(f'{k} in [{lo}, {hi}]' for k, (lo, hi) in KNOBS.items())}.\n"
                   f"With it, {parent.train:.0%} of training items were accepted. Recent rejection reasons: {reasons}.\n"
-                  "(weak_too_strong: tasks too easy; strong_too_weak: too hard or wrong; gap_too_small: no separation; "
+                  + "".join(f"  - {d}\n" for d in parent.details)
+                  + "(weak_too_strong: tasks too easy; strong_too_weak: too hard or wrong; gap_too_small: no separation; "
                   "audit_failed / invalid_candidate: malformed tasks.)\n\n"
                   "Propose one small change that would get more tasks accepted. Answer with JSON only: "
                   '{"add": {"ROLE": ["rule"]}, "remove": {"ROLE": ["rule"]}, "knobs": {"NAME": 0.7}, "why": "..."}')
@@ -154,7 +162,8 @@ class Metaopt:
         members = []
         for m in data["members"]:
             harness = parse_harness(m["harness"], "population", [])
-            members.append(Member(m["id"], harness, m["parent"], m["iteration"], m["train"], m["val"], m["reasons"]))
+            members.append(Member(m["id"], harness, m["parent"], m["iteration"], m["train"], m["val"], m["reasons"],
+                                  m.get("details", [])))
         return members, int(data["iterations_done"]), set(data["seen"])
 
     def fingerprint(self) -> str:
@@ -181,9 +190,9 @@ class Metaopt:
     async def run(self) -> dict[str, Any]:
         members, done, seen = self.load()
         if not members:
-            train, reasons, _ = await self.score(self.settings.harness, self.train)
+            train, reasons, details = await self.score(self.settings.harness, self.train)
             val, _, _ = await self.score(self.settings.harness, self.val)
-            members = [Member("h0", self.settings.harness, None, 0, train, val, reasons)]
+            members = [Member("h0", self.settings.harness, None, 0, train, val, reasons, details)]
             seen = {harness_key(self.settings.harness)}
             self.save(members, 0, seen, {"iteration": 0, "child": "h0", "decision": "root", "train": train, "val": val})
         decisions: Counter[str] = Counter()
@@ -206,13 +215,14 @@ class Metaopt:
                     line["decision"] = "duplicate"
                 else:
                     seen.add(key)
-                    train, reasons, _ = await self.score(child_harness, self.train)
+                    train, reasons, details = await self.score(child_harness, self.train)
                     val, _, _ = await self.score(child_harness, self.val)
                     child_id = f"h{iteration}"
                     line.update(child=child_id, train=train, val=val, parent_val=parent.val)
                     if val > parent.val:
                         line["decision"] = "accepted"
-                        members.append(Member(child_id, child_harness, parent.id, iteration, train, val, reasons))
+                        members.append(Member(child_id, child_harness, parent.id, iteration, train, val, reasons,
+                                              details))
                     else:
                         line["decision"] = "rejected"
             decisions[line["decision"]] += 1

@@ -70,7 +70,8 @@ def test_metaopt_keeps_a_child_only_when_validation_improves(server, tmp_path):
     assert [line["decision"] for line in lineage] == ["root", "rejected", "accepted", "duplicate"]
     assert lineage[2]["parent"] == "h0" and lineage[2]["val"] > lineage[2]["parent_val"]
     # the mutator saw the parent's rejection reasons
-    assert "weak_too_strong" in roles.calls("mutator")[0]["user"]
+    assert "weak_too_strong x2" in roles.calls("mutator")[0]["user"]
+    assert "  - weak_too_strong: weak solved 4 of 4" in roles.calls("mutator")[0]["user"]
     population = json.loads((tmp_path / "mo" / "population.json").read_text())
     assert [m["id"] for m in population["members"]] == ["h0", "h2"] and population["iterations_done"] == 3
     assert json.loads((tmp_path / "mo" / "best_harness.json").read_text())["rules"] == {"challenger": [RULE]}
