@@ -89,188 +89,434 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # the same names, for type checkers (tests/test_public_api.py keeps the two in step)
     from .adapters import (
-        InvalidToolCall,
-        action_from_anthropic_tool_use,
-        action_from_openai_tool_call,
-        anthropic_tool_result,
-        observation_text,
-        openai_tool_result,
-        parse_arguments,
-        to_anthropic_tools,
-        to_openai_tools,
-        tool_specs,
-        validate_arguments,
+        InvalidToolCall as InvalidToolCall,
+    )
+    from .adapters import (
+        action_from_anthropic_tool_use as action_from_anthropic_tool_use,
+    )
+    from .adapters import (
+        action_from_openai_tool_call as action_from_openai_tool_call,
+    )
+    from .adapters import (
+        anthropic_tool_result as anthropic_tool_result,
+    )
+    from .adapters import (
+        observation_text as observation_text,
+    )
+    from .adapters import (
+        openai_tool_result as openai_tool_result,
+    )
+    from .adapters import (
+        parse_arguments as parse_arguments,
+    )
+    from .adapters import (
+        to_anthropic_tools as to_anthropic_tools,
+    )
+    from .adapters import (
+        to_openai_tools as to_openai_tools,
+    )
+    from .adapters import (
+        tool_specs as tool_specs,
+    )
+    from .adapters import (
+        validate_arguments as validate_arguments,
     )
     from .audit import (
-        AuditReport,
-        TaskAudit,
-        audit_pack,
+        AuditReport as AuditReport,
+    )
+    from .audit import (
+        TaskAudit as TaskAudit,
+    )
+    from .audit import (
+        audit_pack as audit_pack,
     )
     from .builtins.llm_policy import (
-        fit_messages,
+        fit_messages as fit_messages,
     )
     from .builtins.policies import (
-        to_action,
+        to_action as to_action,
     )
     from .components import (
-        Checker,
-        Domain,
-        Environment,
-        EpisodeState,
-        Executor,
-        Exporter,
-        Generator,
-        Importer,
-        Judge,
-        JudgeResult,
-        Policy,
-        Turn,
-        call,
-        runs_inline,
+        Checker as Checker,
+    )
+    from .components import (
+        Domain as Domain,
+    )
+    from .components import (
+        Environment as Environment,
+    )
+    from .components import (
+        EpisodeState as EpisodeState,
+    )
+    from .components import (
+        Executor as Executor,
+    )
+    from .components import (
+        Exporter as Exporter,
+    )
+    from .components import (
+        Generator as Generator,
+    )
+    from .components import (
+        Importer as Importer,
+    )
+    from .components import (
+        Judge as Judge,
+    )
+    from .components import (
+        JudgeResult as JudgeResult,
+    )
+    from .components import (
+        Policy as Policy,
+    )
+    from .components import (
+        Turn as Turn,
+    )
+    from .components import (
+        call as call,
+    )
+    from .components import (
+        runs_inline as runs_inline,
     )
     from .engine import (
-        Plan,
-        RunInfo,
-        RunReport,
-        derive_seed,
-        execute,
-        open_run_store,
-        pack_record,
-        plan_episodes,
-        run,
-        run_hash,
-        session_state,
-        spec_diff,
-        trajectory_bytes,
-        versions,
+        Plan as Plan,
+    )
+    from .engine import (
+        RunInfo as RunInfo,
+    )
+    from .engine import (
+        RunReport as RunReport,
+    )
+    from .engine import (
+        derive_seed as derive_seed,
+    )
+    from .engine import (
+        execute as execute,
+    )
+    from .engine import (
+        open_run_store as open_run_store,
+    )
+    from .engine import (
+        pack_record as pack_record,
+    )
+    from .engine import (
+        plan_episodes as plan_episodes,
+    )
+    from .engine import (
+        run as run,
+    )
+    from .engine import (
+        run_hash as run_hash,
+    )
+    from .engine import (
+        session_state as session_state,
+    )
+    from .engine import (
+        spec_diff as spec_diff,
+    )
+    from .engine import (
+        trajectory_bytes as trajectory_bytes,
+    )
+    from .engine import (
+        versions as versions,
     )
     from .episode import (
-        MAX_ARGUMENT_BYTES,
-        MAX_OBSERVATION_CHARS,
-        MAX_OBSERVATION_DATA_BYTES,
-        Episode,
-        EpisodeConfig,
-        StageError,
-        attribute,
-        cap_observation,
-        replay_episode,
-        run_episode,
+        MAX_ARGUMENT_BYTES as MAX_ARGUMENT_BYTES,
+    )
+    from .episode import (
+        MAX_OBSERVATION_CHARS as MAX_OBSERVATION_CHARS,
+    )
+    from .episode import (
+        MAX_OBSERVATION_DATA_BYTES as MAX_OBSERVATION_DATA_BYTES,
+    )
+    from .episode import (
+        Episode as Episode,
+    )
+    from .episode import (
+        EpisodeConfig as EpisodeConfig,
+    )
+    from .episode import (
+        StageError as StageError,
+    )
+    from .episode import (
+        attribute as attribute,
+    )
+    from .episode import (
+        cap_observation as cap_observation,
+    )
+    from .episode import (
+        replay_episode as replay_episode,
+    )
+    from .episode import (
+        run_episode as run_episode,
     )
     from .errors import (
-        AgentsynthError,
-        BudgetExceeded,
-        PluginError,
-        SpecError,
-        did_you_mean,
+        AgentsynthError as AgentsynthError,
+    )
+    from .errors import (
+        BudgetExceeded as BudgetExceeded,
+    )
+    from .errors import (
+        PluginError as PluginError,
+    )
+    from .errors import (
+        SpecError as SpecError,
+    )
+    from .errors import (
+        did_you_mean as did_you_mean,
     )
     from .hookspecs import (
-        hookimpl,
+        hookimpl as hookimpl,
     )
     from .importing import (
-        CodeRef,
-        absolute_code_ref,
-        import_file,
-        import_object,
+        CodeRef as CodeRef,
+    )
+    from .importing import (
+        absolute_code_ref as absolute_code_ref,
+    )
+    from .importing import (
+        import_file as import_file,
+    )
+    from .importing import (
+        import_object as import_object,
     )
     from .llm import (
-        LEDGER_KEY,
-        BudgetLedger,
-        BudgetUnenforceable,
-        LLMClient,
-        LLMError,
-        Reservation,
-        client_for,
-        price_for,
-        resolve_route,
+        LEDGER_KEY as LEDGER_KEY,
+    )
+    from .llm import (
+        BudgetLedger as BudgetLedger,
+    )
+    from .llm import (
+        BudgetUnenforceable as BudgetUnenforceable,
+    )
+    from .llm import (
+        LLMClient as LLMClient,
+    )
+    from .llm import (
+        LLMError as LLMError,
+    )
+    from .llm import (
+        Reservation as Reservation,
+    )
+    from .llm import (
+        client_for as client_for,
+    )
+    from .llm import (
+        price_for as price_for,
+    )
+    from .llm import (
+        resolve_route as resolve_route,
     )
     from .plugins import (
-        PluginHost,
-        get_host,
-        get_plugin_manager,
-        reset_plugins,
+        PluginHost as PluginHost,
+    )
+    from .plugins import (
+        get_host as get_host,
+    )
+    from .plugins import (
+        get_plugin_manager as get_plugin_manager,
+    )
+    from .plugins import (
+        reset_plugins as reset_plugins,
     )
     from .records import (
-        SCHEMA_VERSION,
-        Action,
-        Answer,
-        EpisodeResult,
-        Message,
-        Observation,
-        Step,
-        ToolCall,
-        ToolSpec,
-        Trajectory,
-        Usage,
-        Verdict,
-        from_json,
-        read_jsonl,
-        to_builtins,
-        to_json,
-        to_openai_messages,
-        write_jsonl,
+        SCHEMA_VERSION as SCHEMA_VERSION,
+    )
+    from .records import (
+        Action as Action,
+    )
+    from .records import (
+        Answer as Answer,
+    )
+    from .records import (
+        EpisodeResult as EpisodeResult,
+    )
+    from .records import (
+        Message as Message,
+    )
+    from .records import (
+        Observation as Observation,
+    )
+    from .records import (
+        Step as Step,
+    )
+    from .records import (
+        ToolCall as ToolCall,
+    )
+    from .records import (
+        ToolSpec as ToolSpec,
+    )
+    from .records import (
+        Trajectory as Trajectory,
+    )
+    from .records import (
+        Usage as Usage,
+    )
+    from .records import (
+        Verdict as Verdict,
+    )
+    from .records import (
+        from_json as from_json,
+    )
+    from .records import (
+        read_jsonl as read_jsonl,
+    )
+    from .records import (
+        to_builtins as to_builtins,
+    )
+    from .records import (
+        to_json as to_json,
+    )
+    from .records import (
+        to_openai_messages as to_openai_messages,
+    )
+    from .records import (
+        write_jsonl as write_jsonl,
     )
     from .report import (
-        INFRA_KINDS,
-        summarize,
-        summarize_results,
-        write_json,
+        INFRA_KINDS as INFRA_KINDS,
+    )
+    from .report import (
+        summarize as summarize,
+    )
+    from .report import (
+        summarize_results as summarize_results,
+    )
+    from .report import (
+        write_json as write_json,
     )
     from .results import (
-        ResultSet,
-        Tally,
+        ResultSet as ResultSet,
+    )
+    from .results import (
+        Tally as Tally,
     )
     from .rundirs import (
-        load_stored_spec,
-        open_run,
-        run_status,
-        unfinished_episodes,
-        verify_run,
+        load_stored_spec as load_stored_spec,
+    )
+    from .rundirs import (
+        open_run as open_run,
+    )
+    from .rundirs import (
+        run_status as run_status,
+    )
+    from .rundirs import (
+        unfinished_episodes as unfinished_episodes,
+    )
+    from .rundirs import (
+        verify_run as verify_run,
     )
     from .secrets import (
-        REDACTED,
-        has_redacted,
-        is_secret_key,
-        item_is_secret,
-        redact,
-        redact_bytes,
-        redact_text,
-        remember,
+        REDACTED as REDACTED,
+    )
+    from .secrets import (
+        has_redacted as has_redacted,
+    )
+    from .secrets import (
+        is_secret_key as is_secret_key,
+    )
+    from .secrets import (
+        item_is_secret as item_is_secret,
+    )
+    from .secrets import (
+        redact as redact,
+    )
+    from .secrets import (
+        redact_bytes as redact_bytes,
+    )
+    from .secrets import (
+        redact_text as redact_text,
+    )
+    from .secrets import (
+        remember as remember,
     )
     from .spec import (
-        SPLITS,
-        Bounds,
-        Budget,
-        ComponentSpec,
-        InvalidValue,
-        Pack,
-        RunSpec,
-        Task,
-        build,
-        check_component,
-        check_pack,
-        content_hash,
-        load_pack,
-        load_run_spec,
-        parse_component,
-        read_yaml,
-        resolve_pack,
-        select_tasks,
-        structure,
-        unstructure,
+        SPLITS as SPLITS,
+    )
+    from .spec import (
+        Bounds as Bounds,
+    )
+    from .spec import (
+        Budget as Budget,
+    )
+    from .spec import (
+        ComponentSpec as ComponentSpec,
+    )
+    from .spec import (
+        InvalidValue as InvalidValue,
+    )
+    from .spec import (
+        Pack as Pack,
+    )
+    from .spec import (
+        RunSpec as RunSpec,
+    )
+    from .spec import (
+        Task as Task,
+    )
+    from .spec import (
+        build as build,
+    )
+    from .spec import (
+        check_component as check_component,
+    )
+    from .spec import (
+        check_pack as check_pack,
+    )
+    from .spec import (
+        content_hash as content_hash,
+    )
+    from .spec import (
+        load_pack as load_pack,
+    )
+    from .spec import (
+        load_run_spec as load_run_spec,
+    )
+    from .spec import (
+        parse_component as parse_component,
+    )
+    from .spec import (
+        read_yaml as read_yaml,
+    )
+    from .spec import (
+        resolve_pack as resolve_pack,
+    )
+    from .spec import (
+        select_tasks as select_tasks,
+    )
+    from .spec import (
+        structure as structure,
+    )
+    from .spec import (
+        unstructure as unstructure,
     )
     from .stats import (
-        paired_sign_test,
-        pass_at_k,
-        pass_hat_k,
-        wilson_interval,
+        paired_sign_test as paired_sign_test,
+    )
+    from .stats import (
+        pass_at_k as pass_at_k,
+    )
+    from .stats import (
+        pass_hat_k as pass_hat_k,
+    )
+    from .stats import (
+        wilson_interval as wilson_interval,
     )
     from .store import (
-        STORE_FILE,
-        RunStore,
+        STORE_FILE as STORE_FILE,
+    )
+    from .store import (
+        RunStore as RunStore,
     )
     from .validation import (
-        Gate,
-        audit_problem,
-        is_world_state,
-        validate_pack,
+        Gate as Gate,
+    )
+    from .validation import (
+        audit_problem as audit_problem,
+    )
+    from .validation import (
+        is_world_state as is_world_state,
+    )
+    from .validation import (
+        validate_pack as validate_pack,
     )

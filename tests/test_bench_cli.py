@@ -275,3 +275,12 @@ def test_the_pass_hat_curve_and_flakiness_are_in_the_json_and_the_summary(cli, k
     assert flaky["flaky_tasks"] == expected_flaky and flaky["flaky"] == len(expected_flaky) >= 1
     assert flaky["flaky"] + flaky["always_pass"] + flaky["never_pass"] == 3
     assert "pass^1..k 1: " in out and f"flaky: {flaky['flaky']} task(s)" in out
+
+
+
+def test_bench_exits_5_when_every_episode_errored(cli, write):
+    write("agent.py", "def act(state):\n    raise RuntimeError('this policy cannot act')\n")
+    write("kvb/pack.yaml", PACK)
+    code, _, err = cli("bench", "--pack", "kvb", "--policy", "callable,function=agent.py:act")
+    assert code == 5, err
+    assert "every episode ended in an error, nothing was checked" in err and "this policy cannot act" in err

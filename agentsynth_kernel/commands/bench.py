@@ -1,7 +1,8 @@
 """``agentsynth bench``: benchmark a policy on a pack (pass@1, pass^k, Wilson CIs, per tier),
 compare two policies with a paired test, and gate CI on a minimum pass rate.
 
-Exit status: 0 ok, 1 below ``--min-pass-rate``, 2 bad input, 3 stopped early (budget).
+Exit status: 0 ok, 1 below ``--min-pass-rate``, 2 bad input, 3 stopped early (budget), 5 every episode
+ended in an error (nothing was checked: a setup problem, not a result).
 """
 
 from __future__ import annotations
@@ -292,7 +293,7 @@ def bench(ctx: click.Context, pack: str, policy: str | None, compare: tuple[str,
             _write_json(json_path, summary)
         if not quiet_tables:
             _print_single(summary, stats, verdict)
-        code = 3 if run.stopped else 0
+        code = 3 if run.stopped else (5 if _nothing_checked(run) else 0)
     else:
         specs = (parse_policy(compare[0], option="--compare A"), parse_policy(compare[1], option="--compare B"))
         runs = []
@@ -307,13 +308,27 @@ def bench(ctx: click.Context, pack: str, policy: str | None, compare: tuple[str,
             _write_json(json_path, out)
         if not quiet_tables:
             _print_compare(sa, sb, comp, compare, verdict)
-        code = 3 if (run_a.stopped or run_b.stopped) else 0
+        code = 3 if (run_a.stopped or run_b.stopped) else (5 if _nothing_checked(run_a, run_b) else 0)
     if verdict is not None and not verdict["passed"]:
         code = 1
     if code:
         # SystemExit rather than ctx.exit(): `python -m agentsynth_kernel` drops the value ctx.exit returns
         # through main(), and a CI gate must not exit 0.
         sys.exit(code)
+
+
+def _nothing_checked(*runs: Any) -> bool:
+    """Every episode of a run ended in an error (a world that cannot start, a policy that cannot be
+    built): exit 5 as ``agentsynth run`` does, with the first error, instead of a 0 % that looks real."""
+    from ._runner import nothing_checked
+
+    for run in runs:
+        if nothing_checked(run):
+            first = run.results[0]
+            click.echo(f"error: every episode ended in an error, nothing was checked; the first: "
+                       f"{first.task_id}: {first.error}", err=True)
+            return True
+    return False
 
 
 def _gate_line(verdict: dict[str, Any] | None) -> str | None:

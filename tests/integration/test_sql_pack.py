@@ -26,7 +26,8 @@ def test_core_is_registered_without_conflicts(tmp_path):
     sql = plugins["sql"]
     assert sql["loaded"] and not sql["errors"]
     assert sql["registered"]["pack"] == ["core"]
-    assert set(sql["registered"]["checker"]) == {"sql", "sql_answer", "no_collateral"}
+    assert set(sql["registered"]["checker"]) == {"sql", "sql_answer", "no_collateral", "agentsynth_ai_sql"}
+    assert set(sql["registered"]["environment"]) == {"sql", "sql_compat"}
     assert "scaffold_pack" in sql["hooks"]
 
 

@@ -16,17 +16,12 @@ import logging
 import os
 from typing import TYPE_CHECKING, Annotated, Any
 
-from agentsynth_kernel import AgentsynthError, BudgetExceeded, EpisodeResult
-from agentsynth_kernel.records import from_json
-from agentsynth_kernel.spec import Bounds
+from agentsynth_kernel import AgentsynthError, Bounds, BudgetExceeded, EpisodeResult, from_json
 
 from .worker import BudgetBroker, EpisodeWorker
 
 if TYPE_CHECKING:
-    from agentsynth_kernel.engine import RunInfo
-    from agentsynth_kernel.episode import EpisodeConfig
-    from agentsynth_kernel.plugins import PluginHost
-    from agentsynth_kernel.spec import Pack, Task
+    from agentsynth_kernel import EpisodeConfig, Pack, PluginHost, RunInfo, Task
 
 log = logging.getLogger(__name__)
 
@@ -144,7 +139,7 @@ class RayExecutor:
             count = max(1, int(cpus // self.num_cpus) if self.num_cpus > 0 else int(cpus))
         self.concurrency = count * self.per_worker
         if run.spec.budget.usd is not None or run.spec.budget.tokens is not None:
-            from agentsynth_kernel.llm import client_for
+            from agentsynth_kernel import client_for
 
             # the driver's own client: its ledger holds the cap, what earlier sessions spent and the
             # store's journal (kernel logic, unchanged); workers reserve on it through the broker
@@ -304,7 +299,7 @@ class RayExecutor:
                     self._settle(msg)
 
     async def _reserve(self, msg: dict[str, Any]) -> None:
-        from agentsynth_kernel.llm import BudgetUnenforceable
+        from agentsynth_kernel import BudgetUnenforceable
 
         price = tuple(msg["price"]) if msg["price"] is not None else None
         try:

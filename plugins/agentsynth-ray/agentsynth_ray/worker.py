@@ -12,9 +12,18 @@ import socket
 from pathlib import Path
 from typing import Any
 
-from agentsynth_kernel import AgentsynthError, BudgetExceeded, EpisodeResult, Usage, get_host
-from agentsynth_kernel.llm import LEDGER_KEY, BudgetLedger, BudgetUnenforceable, Reservation
-from agentsynth_kernel.records import to_json
+from agentsynth_kernel import (
+    LEDGER_KEY,
+    AgentsynthError,
+    BudgetExceeded,
+    BudgetLedger,
+    BudgetUnenforceable,
+    EpisodeResult,
+    Reservation,
+    Usage,
+    get_host,
+    to_json,
+)
 
 LEDGER_SERVICE = LEDGER_KEY  # the run service whose ledger every LLM client of the run charges (client_for)
 
@@ -64,7 +73,7 @@ def _locate_pack(pack: Any, host: Any) -> Any:
     """The driver's pack, found on this node with the same content hash: at the same path (one
     machine, a shared disk, an image with the same layout) or as the same registered pack installed
     here. A different version would give different results under the same run: refused."""
-    from agentsynth_kernel.spec import content_hash, load_pack
+    from agentsynth_kernel import content_hash, load_pack
 
     node = socket.gethostname()
     source = Path(pack.source)
@@ -99,7 +108,7 @@ class EpisodeWorker:
     def __init__(self, name: str, context: dict[str, Any], broker: Any) -> None:
         self.name, self.problem = name, ""
         try:
-            from agentsynth_kernel.engine import RunInfo
+            from agentsynth_kernel import RunInfo
 
             self.host = get_host()
             self.pack = _locate_pack(context["pack"], self.host)
@@ -122,7 +131,7 @@ class EpisodeWorker:
 
     async def run_episode(self, task_id: str, trial: int, seed: int) -> bytes:
         """One episode, its result as JSON bytes (the driver stores them as they come back)."""
-        from agentsynth_kernel.episode import run_episode
+        from agentsynth_kernel import run_episode
 
         if self.problem:
             raise AgentsynthError(self.problem)

@@ -28,9 +28,7 @@ HERE = Path(__file__).parent
 def _run(trials: int, executor: dict | None, concurrency: int) -> dict:
     import attrs
 
-    from agentsynth_kernel import get_host
-    from agentsynth_kernel.engine import execute
-    from agentsynth_kernel.spec import ComponentSpec, RunSpec, resolve_pack
+    from agentsynth_kernel import ComponentSpec, RunSpec, execute, get_host, resolve_pack
 
     spec = RunSpec(policy=ComponentSpec("oracle"), pack="core", trials=trials, seed=0, concurrency=concurrency)
     if executor is not None:

@@ -7,10 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agentsynth_kernel import get_host
-from agentsynth_kernel.engine import execute
-from agentsynth_kernel.spec import Budget, ComponentSpec, RunSpec, resolve_pack
-from agentsynth_kernel.store import RunStore
+from agentsynth_kernel import Budget, ComponentSpec, RunSpec, RunStore, execute, get_host, resolve_pack
 from agentsynth_kernel.testing import ScriptedLLMServer, reply
 
 PRICES = (1e-6, 4e-6)  # USD per prompt / completion token
@@ -74,7 +71,7 @@ def test_a_worker_killed_with_requests_in_flight_is_charged_their_worst_case(ray
     import threading
     import time
 
-    from agentsynth_kernel.store import STORE_FILE
+    from agentsynth_kernel import STORE_FILE
 
     slow = threading.Event()
     slow.set()
@@ -170,8 +167,7 @@ executor: {{type: ray, workers: 2, per_worker: 2}}
 def test_a_worker_llm_client_charges_the_run_ledger():
     """``client_for`` on a worker hands out a client whose ledger is the RemoteLedger (the kernel's
     ``llm.ledger`` service), and a worker never charges earlier sessions' spend itself."""
-    from agentsynth_kernel.engine import RunInfo
-    from agentsynth_kernel.llm import client_for
+    from agentsynth_kernel import RunInfo, client_for
     from agentsynth_ray.worker import LEDGER_SERVICE, RemoteLedger
 
     spec = RunSpec(policy=ComponentSpec("noop"), pack="core", budget=Budget(tokens=1000))

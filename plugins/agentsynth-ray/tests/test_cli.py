@@ -12,10 +12,15 @@ import sys
 import time
 from pathlib import Path
 
-from agentsynth_kernel import get_host
-from agentsynth_kernel.engine import plan_episodes
-from agentsynth_kernel.spec import ComponentSpec, RunSpec, resolve_pack, select_tasks
-from agentsynth_kernel.store import STORE_FILE
+from agentsynth_kernel import (
+    STORE_FILE,
+    ComponentSpec,
+    RunSpec,
+    get_host,
+    plan_episodes,
+    resolve_pack,
+    select_tasks,
+)
 
 README = Path(__file__).parents[1] / "README.md"
 TRIALS = 6

@@ -9,9 +9,7 @@ from pathlib import Path
 import attrs
 import pytest
 
-from agentsynth_kernel import get_host
-from agentsynth_kernel.engine import execute, trajectory_bytes
-from agentsynth_kernel.spec import ComponentSpec, RunSpec, resolve_pack
+from agentsynth_kernel import ComponentSpec, RunSpec, execute, get_host, resolve_pack, trajectory_bytes
 
 
 def _core(policy: str = "oracle", trials: int = 1, executor: ComponentSpec | None = None, **policy_params):

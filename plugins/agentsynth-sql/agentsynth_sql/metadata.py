@@ -3,5 +3,7 @@
 METADATA = {
     "kind": "environment",
     "status": "beta",
-    "capabilities": ["environment:sql", "checker:sql", "checker:no_collateral", "pack:core", "scaffold_pack:sql"],
+    "capabilities": ["environment:sql", "environment:sql_compat", "checker:sql", "checker:sql_answer",
+                     "checker:no_collateral", "checker:agentsynth_ai_sql", "pack:core", "scaffold_pack:sql",
+                     "command:pack import --from agentsynth-ai"],
 }
