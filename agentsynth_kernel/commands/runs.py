@@ -78,7 +78,8 @@ def status(run_dir: Path, as_json: bool) -> None:
     click.echo(f"run hash {info['run_hash'] or '-'} · created {created} · {info['sessions']} session(s)")
     click.echo(f"state: {state}")
     pct = f" ({done / planned:.0%})" if planned else ""
-    click.echo(f"progress: {done}/{planned} episodes{pct}")
+    if done or not info.get("status_lines"):  # a generation run that stores no episodes reports its own progress
+        click.echo(f"progress: {done}/{planned} episodes{pct}")
     if done:
         for line in summary_lines(info):
             click.echo(line)

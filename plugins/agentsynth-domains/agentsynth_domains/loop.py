@@ -208,7 +208,7 @@ class Loop:
                   temperature: float | None = None, schema: dict[str, Any] | None = None) -> str:
         messages = [{"role": "system", "content": system_prompt(self.settings, role)},
                     {"role": "user", "content": prompt}]
-        from agentsynth_kernel.llm import LLMError
+        from agentsynth_kernel import LLMError
 
         extra: dict[str, Any] = {}
         json_mode = spec.json_mode if spec.json_mode is not None else spec.model.split("/")[0] == "local"
@@ -402,7 +402,7 @@ def _fingerprint(settings: Settings) -> str:
 
 def make_client(settings: Settings, store: Any, budget: Any) -> Any:
     """The run's LLM client (kernel ``client_for``: budget with earlier sessions' spend, cache)."""
-    from agentsynth_kernel.llm import client_for
+    from agentsynth_kernel import client_for
 
     run = SimpleNamespace(services={}, spec=SimpleNamespace(budget=budget), journal=store, spent=None)
     return client_for(run, cache=settings.cache)

@@ -238,7 +238,7 @@ def run_metaopt_command(spec_file: Path, run_dir: Path | None, json_path: str | 
     ``generate.metaopt`` and ``generate.mutator``)."""
     import time
 
-    from agentsynth_kernel.spec import load_run_spec
+    from agentsynth_kernel import load_run_spec
 
     from .loop import make_client
     from .runner import build_domain, load_settings

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from agentsynth_kernel.secrets import REDACTED, redact_text
+from agentsynth_kernel import REDACTED, redact_text
 
 EMAIL = re.compile(r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}\b")
 # +1 415 555 0100, (415) 555-0100, 415-555-0100, +44 20 7946 0958: 9 to 15 digits with separators

@@ -74,7 +74,7 @@ def load_settings(spec_file: Path, spec: Any) -> Settings:
 
 def execute(spec_file: Path, spec: Any, run_dir: Path | None, *, quiet: bool = False) -> tuple[int, Report]:
     """Run the generation; returns (exit code, report). Raises SpecError / AgentsynthError on bad input."""
-    from agentsynth_kernel.engine import open_run_store
+    from agentsynth_kernel import open_run_store
 
     settings = load_settings(spec_file, spec)
     domain = build_domain(settings, source=str(spec_file))
