@@ -102,7 +102,7 @@ class HubDB:
                 conn.execute(tokens.insert().values(name=name, token_hash=hash_token(token), created_at=time.time(),
                                                     revoked=False))
         except sa.exc.IntegrityError:
-            raise AgentsynthError(f"token name {name!r} is already taken (revoke it first)") from None
+            raise AgentsynthError(f"token name {name!r} is already taken") from None
         return token
 
     def revoke_token(self, name: str) -> bool:

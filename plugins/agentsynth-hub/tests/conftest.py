@@ -26,17 +26,17 @@ def agentsynth(*args: str, cwd: Path | None = None, env: dict[str, str] | None =
 class Hub:
     """`agentsynth hub serve` as its own process."""
 
-    def __init__(self, root: Path, *extra: str) -> None:
+    def __init__(self, root: Path, *extra: str, db: str | None = None) -> None:
         self.root = root
-        self.db = root / "hub.sqlite"
+        self.db = db or str(root / "hub.sqlite")
         from agentsynth_hub.db import HubDB
 
-        store = HubDB(str(self.db))
+        store = HubDB(self.db)
         self.tokens = {name: store.create_token(name) for name in ("alice", "bob", "mallory", "flood", "revoked")}
         store.revoke_token("revoked")
         store.close()
-        self.proc = subprocess.Popen([*CLI, "hub", "serve", "--db", str(self.db), "--port", "0", "--pack", "core",
-                                      *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen([*CLI, "hub", "serve", "--db", self.db, "--port", "0", "--pack", "core",
+                                      "--cache", str(root / "cache"), *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         assert self.proc.stdout is not None
         deadline = time.time() + 60
         line = ""
@@ -54,6 +54,12 @@ class Hub:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+
+
+@pytest.fixture(scope="session")
+def hub_class():
+    """Start more hubs (another database, other limits): ``hub_class(root, *serve_args, db=URL)``."""
+    return Hub
 
 
 @pytest.fixture(scope="session")
