@@ -89,10 +89,14 @@ def _counts(d: dict[str, Any]) -> str:
 @click.option("--dedup", is_flag=True, help="Drop exact and near duplicates.")
 @click.option("--threshold", type=click.FloatRange(0, 1, min_open=True), help="Near-duplicate Jaccard threshold (with --dedup; default 0.8).")
 @click.option("--decontaminate", metavar="PACK", help="Drop records overlapping this pack's tasks (or carrying a canary).")
+@click.option("--push-to-hub", "push_repo", metavar="REPO", help="Then push it to this Hugging Face dataset repo, with a card (token from HF_TOKEN).")
+@click.option("--hub-license", metavar="ID", help="The card's licence field (with --push-to-hub; default: unknown).")
+@click.option("--hub-private", is_flag=True, help="Create the dataset repo private (with --push-to-hub).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable summary.")
 def export_cmd(run_dir: Path, fmt: str, output: Path, filter_: str | None, include_test: bool,
                min_reward: float | None, redact: bool,
-               canary: str | None, dedup: bool, threshold: float | None, decontaminate: str | None, as_json: bool) -> None:
+               canary: str | None, dedup: bool, threshold: float | None, decontaminate: str | None,
+               push_repo: str | None, hub_license: str | None, hub_private: bool, as_json: bool) -> None:
     """Export the episodes of RUN_DIR as training data in a given format."""
     from agentsynth_kernel.plugins import get_host
     from agentsynth_kernel.spec import ComponentSpec, build
@@ -113,6 +117,10 @@ def export_cmd(run_dir: Path, fmt: str, output: Path, filter_: str | None, inclu
         params["include_test"] = True
     if dedup:
         params["dedup"] = {"threshold": threshold} if threshold is not None else True
+    if push_repo:
+        from .hub_push import check_push
+
+        check_push(push_repo, hub_license)
     store = open_run(run_dir)
     try:
         exporter = build("exporter", ComponentSpec(fmt, params), host=host, base_dir=Path.cwd())
@@ -133,6 +141,12 @@ def export_cmd(run_dir: Path, fmt: str, output: Path, filter_: str | None, inclu
         lines.append(f"  redacted: {_counts(summary['redacted'])}")
     if "dedup" in summary:
         lines.append(f"  dedup: {_counts(summary['dedup'])}")
+    if push_repo:
+        from .hub_push import push_to_hub
+
+        summary["hub"] = push_to_hub(push_repo, output=output, fmt=fmt, run_dir=run_dir, license_id=hub_license,
+                                     private=hub_private, summary={**summary, "include_test": include_test})
+        lines.append(f"  pushed to {summary['hub']['url']} (commit {summary['hub']['commit'][:12]})")
     _emit(summary, as_json, lines)
 
 
