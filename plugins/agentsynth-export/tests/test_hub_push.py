@@ -248,3 +248,21 @@ def test_an_unreachable_hub(tmp_path, spec_run):
     r = push(tmp_path, gone, str(spec_run), "-f", "openai", "-o", str(tmp_path / "x.jsonl"), "--push-to-hub",
              "acme/kv")
     assert r.returncode != 0 and "--push-to-hub acme/kv:" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_the_readme_push_example_runs(tmp_path, standin, spec_run):
+    """The README's command, with the run directory swapped in, against the stand-in."""
+    import re
+    import shlex
+
+    text = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"## Pushing to the Hugging Face Hub\n\n```bash\n(.*?)```", text, re.DOTALL).group(1)
+    command = block.replace("\\\n", " ").splitlines()[1]
+    assert command.startswith("agentsynth export runs/mine -f parquet")
+    args = shlex.split(command.replace("[--hub-private]", "").replace("runs/mine", str(spec_run)))[2:]
+    r = push(tmp_path, standin, *args, "--filter", "all")
+    assert r.returncode == 0, (r.stdout[-2000:], r.stderr[-2000:])
+    assert re.search(r"wrote \d+ parquet records to out/train.parquet", r.stdout)
+    assert f"pushed to {standin.url}/datasets/acme/shop-agent-sft (commit " in r.stdout
+    card = standin.repos["datasets/acme/shop-agent-sft"]["files"]["README.md"].decode()
+    assert card.startswith("---\nlicense: cc-by-4.0\n")
