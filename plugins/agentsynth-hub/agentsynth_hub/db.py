@@ -53,6 +53,9 @@ submissions = sa.Table(
     sa.Column("run_id", sa.String(64), nullable=False, default=""),
     sa.Column("run_hash", sa.String(80), nullable=False, default=""),
     sa.Column("label", sa.String(300), nullable=False, default=""),
+    # sha256 over every episode's (task, trial, seed, status) and trajectory bytes: the same episodes
+    # submitted again under another run id are a copy, not a new result
+    sa.Column("episodes_digest", sa.String(80), nullable=False, default=""),
     sa.Column("episodes", sa.Integer, nullable=False, default=0),
     sa.Column("passed", sa.Integer, nullable=False, default=0),
     sa.Column("details", sa.Text, nullable=False, default="{}"),  # recomputed summary, verification, provenance
@@ -175,12 +178,13 @@ class HubDB:
         out["details"] = json.loads(out["details"])
         return out
 
-    def already_accepted(self, run_id: str, run_hash: str) -> bool:
+    def already_accepted(self, run_id: str, run_hash: str, episodes_digest: str = "") -> int | None:
+        """The accepted submission that is this run (same id and hash) or holds the same episodes."""
+        same_run = sa.and_(submissions.c.run_id == run_id, submissions.c.run_hash == run_hash)
+        cond = sa.or_(same_run, submissions.c.episodes_digest == episodes_digest) if episodes_digest else same_run
         with self.engine.connect() as conn:
-            row = conn.execute(sa.select(submissions.c.id).where(
-                submissions.c.run_id == run_id, submissions.c.run_hash == run_hash,
-                submissions.c.status == "accepted")).first()
-        return row is not None
+            row = conn.execute(sa.select(submissions.c.id).where(cond, submissions.c.status == "accepted")).first()
+        return int(row.id) if row is not None else None
 
     def accepted(self, pack_id: str) -> list[dict[str, Any]]:
         cols = [c for c in submissions.c if c.name not in ("payload",)]

@@ -48,6 +48,8 @@ def add_pack(db: HubDB, ref: str) -> dict[str, Any]:
 
 def materialize(db: HubDB, pack_id: str, content_hash: str, cache: Path) -> Path | None:
     """The directory of a stored pack version, extracted once under ``cache`` (None if not stored)."""
+    if not any(v["content_hash"] == content_hash for v in db.pack_versions(pack_id)):
+        return None  # the database decides what exists, never the cache directory
     target = cache / content_hash.replace(":", "-") / pack_id
     if (target / "pack.yaml").is_file():
         return target

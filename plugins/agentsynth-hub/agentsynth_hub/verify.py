@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,8 @@ from .db import HubDB
 from .packs import load_stored_pack
 
 FORMAT = "agentsynth-hub-submission/1"
+PACK_ID_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,199}$")
+HASH_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
 MAX_LABEL = 200
 
 
@@ -124,6 +127,11 @@ async def check_submission(payload: Any, *, db: HubDB, cache: Path, sample: int 
         raise Refused("format", "meta.versions: expected a mapping of distribution names to version strings")
     pack_id = _need(pack_meta, "id", str, "meta.pack")
     pack_hash = _need(pack_meta, "content_hash", str, "meta.pack")
+    # both name a directory of the hub's cache: nothing but an id and a sha256 gets that far
+    if not PACK_ID_RE.match(pack_id):
+        raise Refused("format", f"meta.pack.id: {pack_id[:80]!r} is not a pack id")
+    if not HASH_RE.match(pack_hash):
+        raise Refused("format", f"meta.pack.content_hash: {pack_hash[:80]!r} is not sha256:<64 hex digits>")
 
     # 2. the pack
     if spec_data.get("tasks") is not None:
@@ -210,8 +218,11 @@ async def check_submission(payload: Any, *, db: HubDB, cache: Path, sample: int 
             raise Refused("summary", f"summary.{key} claims {json.dumps(summary.get(key))}, the submitted episodes"
                                      f" give {json.dumps(mine_summary[key])}")
 
-    if db.already_accepted(str(meta.get("run_id", "")), claimed_hash):
-        raise Refused("duplicate", f"run {meta.get('run_id')} ({claimed_hash}) is already on the leaderboard")
+    digest = episodes_digest(episodes)
+    earlier = db.already_accepted(str(meta.get("run_id", "")), claimed_hash, digest)
+    if earlier is not None:
+        raise Refused("duplicate", f"run {meta.get('run_id')} or the same episodes are already on the leaderboard"
+                                   f" (submission #{earlier})")
 
     # 8. replay a sample in fresh worlds
     chosen = choose_sample(episodes, sample, rng)
@@ -225,7 +236,7 @@ async def check_submission(payload: Any, *, db: HubDB, cache: Path, sample: int 
     counts = mine_summary["counts"]
     return {
         "pack_id": pack_id, "content_hash": pack_hash, "run_id": str(meta.get("run_id", "")),
-        "run_hash": claimed_hash, "label": label or policy_label(spec_policy),
+        "run_hash": claimed_hash, "label": label or policy_label(spec_policy), "episodes_digest": digest,
         "episodes": mine_summary["episodes"], "passed": counts["passed"],
         "details": {
             "summary": {k: mine_summary[k] for k in ("episodes", "counts", "pass_rate", "pass_rate_excluding_infra",
@@ -239,6 +250,20 @@ async def check_submission(payload: Any, *, db: HubDB, cache: Path, sample: int 
                            "trials": spec.trials, "seed": spec.seed, "split": spec.split},
         },
     }
+
+
+def episodes_digest(episodes: list[EpisodeResult]) -> str:
+    """sha256 over the episodes in key order: keys, statuses and trajectories without wall-clock times."""
+    import hashlib
+
+    from agentsynth_kernel.engine import trajectory_bytes
+
+    h = hashlib.sha256()
+    for ep in sorted(episodes, key=lambda e: e.key):
+        h.update(f"{ep.task_id}\0{ep.trial}\0{ep.seed}\0{ep.status}\0".encode())
+        h.update(trajectory_bytes(ep))
+        h.update(b"\n")
+    return "sha256:" + h.hexdigest()
 
 
 def policy_label(policy: dict[str, Any]) -> str:

@@ -70,10 +70,10 @@ def cli():
 
 @pytest.fixture(scope="session")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Run directories of the core pack: the oracle, the noop floor, copies to tamper with, a one-task run."""
+    """Run directories of the core pack: the oracle (1 and 2 trials), the noop floor, runs to tamper with, a one-task run."""
     root = tmp_path_factory.mktemp("runs")
     out = {}
-    for name, args in (("oracle", ["--policy", "oracle"]), ("oracle2", ["--policy", "oracle"]),
+    for name, args in (("oracle", ["--policy", "oracle"]), ("oracle2", ["--policy", "oracle", "--trials", "2"]),
                        ("noop", ["--policy", "noop"]),
                        # runs kept for tampering (never submitted honestly, so no duplicate refusal)
                        ("oracle_t", ["--policy", "oracle"]), ("noop_t", ["--policy", "noop"]),

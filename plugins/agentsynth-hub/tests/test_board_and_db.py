@@ -72,7 +72,7 @@ def exercise(db: HubDB) -> None:
     db.add_submission(submitter="alice", status="refused", reason="summary: no")
     assert db.submission(n)["details"] == {"provenance": {"split": "all"}}
     assert [e["id"] for e in db.accepted("p")] == [n]
-    assert db.already_accepted("r", "h") and not db.already_accepted("r", "other")
+    assert db.already_accepted("r", "h") == n and db.already_accepted("r", "other") is None
     count, _ = db.recent_submissions("alice", time.time() - 60)
     assert count == 2
     assert db.revoke_token("alice") and db.submitter(token) is None

@@ -53,7 +53,8 @@ def test_honest_runs_are_ranked_with_the_tie_rule(hub, accepted):
     entries = board["boards"][0]["entries"]
     by_label = {e["label"]: e for e in entries}
     assert set(by_label) == {"oracle A", "oracle B", "noop"}
-    # both oracle runs: 22/22, intervals overlap -> they share rank 1, statistically tied
+    # oracle 22/22 and oracle with 2 trials 44/44: the intervals overlap -> they share rank 1, statistically tied
+    assert by_label["oracle B"]["episodes"] == 44 and by_label["oracle B"]["ci95"] == [0.9197, 1.0]
     assert by_label["oracle A"]["rank"] == by_label["oracle B"]["rank"] == 1
     assert by_label["oracle A"]["tied"] and by_label["oracle B"]["tied"]
     assert by_label["oracle A"]["ci95"] == [0.8513, 1.0]
@@ -79,6 +80,17 @@ def test_the_hub_recorded_provenance_and_recomputed_summary(hub, accepted):
 def test_the_same_run_twice_is_refused(hub, runs, accepted):
     r = post(hub, build_submission(runs["oracle"]))
     assert r.status_code == 422 and r.json()["check"] == "duplicate"
+
+
+def test_a_copy_under_another_run_id_is_refused(hub, runs, accepted):
+    """The accepted noop run relabelled as a new run (run id changed everywhere): the same episodes."""
+    payload = build_submission(runs["noop"])
+    payload["meta"]["run_id"] = "0123456789ab"
+    for ep in payload["episodes"]:
+        ep["provenance"]["run_id"] = "0123456789ab"
+    r = post(hub, payload, token="bob")
+    assert r.status_code == 422 and r.json()["check"] == "duplicate"
+    assert f"(submission #{accepted['noop']['submission']})" in r.json()["error"]
 
 
 def _refused(hub, payload, check, text):
@@ -125,6 +137,16 @@ def test_a_wrong_pack_hash(hub, runs):
     payload = build_submission(runs["oracle_t"])
     payload["meta"]["pack"]["content_hash"] = "sha256:" + "0" * 64
     _refused(hub, payload, "pack", "is not a version of 'core' on this hub")
+
+
+@pytest.mark.parametrize(("key", "value", "message"), [
+    ("content_hash", "../../../../etc", "meta.pack.content_hash: '../../../../etc' is not sha256:<64 hex digits>"),
+    ("id", "../core", "meta.pack.id: '../core' is not a pack id"),
+])
+def test_pack_names_that_are_paths(hub, runs, key, value, message):
+    payload = build_submission(runs["oracle_t"])
+    payload["meta"]["pack"][key] = value
+    _refused(hub, payload, "format", message)
 
 
 def test_an_unknown_pack(hub, runs):
