@@ -167,6 +167,32 @@ def test_edited_versions_break_the_run_hash_or_are_refused(hub, runs):
     _refused(hub, payload, "run_hash", "recomputed")
 
 
+def rehash(payload):
+    """Recompute the run hash as a careful cheat would (it is a checksum, not a signature)."""
+    from agentsynth_kernel.engine import Plan, pack_record, run_hash
+    from agentsynth_kernel.spec import RunSpec, load_pack, select_tasks, structure
+
+    pack = load_pack("core")
+    spec = structure(payload["meta"]["spec"], RunSpec, source="test")
+    payload["meta"]["run_hash"] = run_hash(payload["meta"]["spec"], pack_record(pack, spec),
+                                           Plan(spec, select_tasks(spec, pack)), payload["meta"]["versions"])
+    for ep in payload["episodes"]:
+        ep["provenance"]["run_hash"] = payload["meta"]["run_hash"]
+    return payload
+
+
+def test_other_world_plugin_versions_are_refused(hub, runs):
+    payload = build_submission(runs["oracle_t"])
+    payload["meta"]["versions"]["agentsynth-sql"] = "0.0.1"
+    _refused(hub, rehash(payload), "versions", "agentsynth-sql 0.0.1 ran the submission; the hub replays with")
+
+
+def test_another_kernel_minor_version_is_refused(hub, runs):
+    payload = build_submission(runs["oracle_t"])
+    payload["meta"]["versions"]["agentsynth"] = "0.9.0"
+    _refused(hub, rehash(payload), "versions", "agentsynth 0.9.0 ran the submission")
+
+
 def test_status_that_does_not_follow_from_verdicts(hub, runs):
     payload = build_submission(runs["noop_t"])
     payload["episodes"][0]["status"] = "passed"
