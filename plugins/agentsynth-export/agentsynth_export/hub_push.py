@@ -41,6 +41,16 @@ def run_facts(run_dir: Path) -> dict[str, Any]:
     return meta
 
 
+def data_pattern(files: list[str]) -> str:
+    """The card's ``data_files`` pattern: the data files only (a saved dataset's .arrow shards, not its
+    json state files), so the Hub's loader sees one format."""
+    arrow = [f for f in files if f.endswith(".arrow")]
+    if arrow:
+        return "data/**/*.arrow"
+    suffixes = {Path(f).suffix for f in files}
+    return f"data/*{suffixes.pop()}" if len(suffixes) == 1 else "data/*"
+
+
 def dataset_card(repo: str, *, fmt: str, files: list[str], facts: dict[str, Any], summary: dict[str, Any],
                  license_id: str, canary: str) -> str:
     spec = facts.get("spec") or {}
@@ -66,7 +76,7 @@ def dataset_card(repo: str, *, fmt: str, files: list[str], facts: dict[str, Any]
         "- config_name: default",
         "  data_files:",
         "  - split: train",
-        "    path: data/*",
+        f"    path: {_yaml_str(data_pattern(files))}",
         "agentsynth:",
         f"  pack: {_yaml_str(str(pack.get('id', '')))}",
         f"  pack_hash: {_yaml_str(str(pack.get('content_hash', '')))}",

@@ -155,6 +155,16 @@ def push(tmp_path: Path, standin: StandInHub | None, *args: str, token: str | No
                           timeout=180)
 
 
+def load_as_the_hub_would(files: dict[str, bytes], where: Path):
+    """The pushed repo's files on disk, loaded by `datasets.load_dataset`, which reads the card's configs."""
+    import datasets
+
+    for name, data in files.items():
+        (where / name).parent.mkdir(parents=True, exist_ok=True)
+        (where / name).write_bytes(data)
+    return datasets.load_dataset(str(where), split="train", cache_dir=str(where.parent / "ds-cache"))
+
+
 def no_file_holds(root: Path, secret: str) -> list[Path]:
     return [p for p in root.rglob("*") if p.is_file() and secret.encode() in p.read_bytes()]
 
@@ -181,7 +191,7 @@ def test_push_creates_the_repo_and_commits_data_and_card(tmp_path, standin, spec
 
     canary = _canary("sha256:abc")
     assert front["license"] == "cc-by-4.0"
-    assert front["configs"][0]["data_files"][0] == {"split": "train", "path": "data/*"}
+    assert front["configs"][0]["data_files"][0] == {"split": "train", "path": "data/*.jsonl"}
     meta = front["agentsynth"]
     assert meta["pack"] == "kv" and meta["pack_hash"] == "sha256:abc" and meta["split"] == "train"
     assert meta["policy"] == "llm (openai/gpt-4o-mini)" and meta["run_hash"] == "sha256:feedface"
@@ -191,6 +201,8 @@ def test_push_creates_the_repo_and_commits_data_and_card(tmp_path, standin, spec
     assert "checked on the world's end state: 6 (3 passed, 3 failed); ended in an error: 1" in card
     assert "pass rate: 50.0%" in card and "test-split records left out" in card
     assert "agentsynth 0.1.0, agentsynth-export 0.1.0" in card
+    ds = load_as_the_hub_would(repo["files"], tmp_path / "clone")
+    assert ds.num_rows == 2 and "messages" in ds.column_names
     # the token went over the wire only: no file anywhere under the test's directories holds it
     assert no_file_holds(tmp_path, TOKEN) == []
 
@@ -214,6 +226,10 @@ def test_a_directory_export_is_pushed_file_by_file(tmp_path, standin, spec_run):
     assert r.returncode == 0, (r.stdout[-2000:], r.stderr[-2000:])
     files = standin.repos["datasets/acme/kv-hf"]["files"]
     assert "data/dataset_info.json" in files and any(f.endswith(".arrow") for f in files)
+    card = yaml.safe_load(files["README.md"].decode().split("---\n")[1])
+    assert card["configs"][0]["data_files"][0]["path"] == "data/**/*.arrow"  # the shards, not the json state
+    ds = load_as_the_hub_would(files, tmp_path / "clone")
+    assert ds.num_rows == 5 and "record" in ds.column_names  # 7 episodes less the 2 of the test split
 
 
 def test_a_wrong_token_is_a_clear_error(tmp_path, standin, spec_run):
