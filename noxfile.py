@@ -93,8 +93,10 @@ def _junit(name: str) -> list[str]:
 
 @nox.session(tags=["lint", "tests"])
 def lint(session: nox.Session) -> None:
-    session.install("ruff")
+    """ruff everywhere; mypy on the kernel (its config is in pyproject.toml)."""
+    session.install("ruff", "mypy", "types-PyYAML", "-e", ".")
     session.run("ruff", "check", "agentsynth_kernel", "plugins", "tests", "benchmarks", "scripts", "noxfile.py")
+    session.run("mypy")
 
 
 @nox.session

@@ -104,7 +104,7 @@ def parse_arguments(raw: Any, *, call_id: str = "", name: str = "") -> dict[str,
                               call_id=call_id, name=name, raw_arguments=raw, reason="bad_json")
     try:
         value = json.loads(raw)
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
         raise InvalidToolCall(f"arguments of {name!r} are not valid JSON ({exc.msg} at position {exc.pos}): "
                               f"{raw[:200]}", call_id=call_id, name=name, raw_arguments=raw, reason="bad_json") from None
     if not isinstance(value, dict):

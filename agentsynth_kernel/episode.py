@@ -339,7 +339,7 @@ class Episode:
             # thread, in order, instead of one hop each; a checker that hands back an awaitable is
             # awaited before the next one runs, as with one hop each
             checks = [c.check for _, c in checkers]
-            verdicts = []
+            verdicts: list[Any] = []
             while len(verdicts) < len(checks):
                 part = await self._stage("checker", _check_until_awaitable, checks[len(verdicts):], self.env,
                                          self.trajectory)
@@ -361,6 +361,7 @@ class Episode:
         """Score the trajectory. A failing judge is recorded but never overrides the world's verdict
         (a budget stop still stops the run)."""
         try:
+            assert self.config.judge is not None  # judge() runs only for a configured judge
             judge = self._build("judge", self.config.judge)
             result = await self._stage("judge", judge.score, self.trajectory, self.verdicts)
         except StageError as exc:

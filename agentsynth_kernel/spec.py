@@ -345,7 +345,7 @@ def _field_bounds(obj: Any, where: str) -> list[str]:
 def structure(data: Any, cls: type, *, source: str, prefix: str = "") -> Any:
     """Structure ``data`` into ``cls`` or raise SpecError with one path-qualified line per problem."""
     try:
-        obj = converter.structure(data, cls)
+        obj: Any = converter.structure(data, cls)
     except (ClassValidationError, IterableValidationError) as exc:
         raise SpecError(source, _paths(transform_error(exc, format_exception=_format), prefix)) from None
     except (InvalidValue, TypeError, ValueError, AgentsynthError) as exc:  # incl. a spec_cls's own checks

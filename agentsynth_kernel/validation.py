@@ -10,6 +10,7 @@ and ``robustness`` (the adversarial kit farms nothing).
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +53,7 @@ def is_world_state(cspec: Any, host: Any) -> bool:
     return reg.plugin != TRAJECTORY_CHECKERS_PLUGIN
 
 
-def _run(pack: Any, policy: str, *, seed: int, trials: int, concurrency: int, timeout: float) -> list[Any]:
+def _run(pack: Any, policy: str, *, seed: int, trials: int, concurrency: int, timeout: float) -> Sequence[Any]:
     from .engine import execute
     from .spec import ComponentSpec, RunSpec
 
@@ -130,7 +131,7 @@ def validate_pack(ref: str | Path, *, seed: int = 0, random_trials: int = 3, con
         skip_rest("world-state-checkers", "fix the schema / ids first")
         return pack, list(gates.values())
 
-    opts = {"seed": seed, "concurrency": concurrency, "timeout": timeout}
+    opts: dict[str, Any] = {"seed": seed, "concurrency": concurrency, "timeout": timeout}
     tasks = {t.id: t for t in pack.tasks}
     # oracle: 100 %
     oracle_first: dict[str, Any] = {}

@@ -42,8 +42,9 @@ class AnswerContains:
     must not appear (e.g. ``'\\b(done|cancelled)\\b'`` on a task that must be refused), and
     ``max_chars`` caps the answer's length."""
 
-    def __init__(self, text: str | list[str] = (), regex: str | None = None, case_sensitive: bool = False,
-                 reject: str | list[str] = (), max_chars: int | None = None) -> None:
+    def __init__(self, text: str | list[str] | tuple[str, ...] = (), regex: str | None = None,
+                 case_sensitive: bool = False, reject: str | list[str] | tuple[str, ...] = (),
+                 max_chars: int | None = None) -> None:
         self.texts = [text] if isinstance(text, str) else list(text)
         flags = 0 if case_sensitive else re.IGNORECASE
         self.regex = re.compile(regex, flags) if regex else None

@@ -138,12 +138,12 @@ class LLMPolicy:
         from ..llm import client_for, resolve_route
 
         resolve_route(model, api_base, transport)  # bad transport / missing api_base: fail at build time
-        self.model, self.temperature, self.max_turns = model, temperature, max_turns
+        self.model, self.temperature = model, temperature
         is_local = model == "local" or model.startswith("local/")
         self.small_model = is_local if small_model is None else bool(small_model)
         if max_turns is None:  # a small model that never finishes should not loop for long
             max_turns = SMALL_MAX_TURNS if self.small_model else 20
-        self.max_turns = max_turns
+        self.max_turns: int = max_turns
         default_prompt = SMALL_SYSTEM_PROMPT if self.small_model else DEFAULT_SYSTEM_PROMPT
         self.system_prompt = system_prompt if system_prompt is not None else (
             (pack.system_prompt if pack is not None and pack.system_prompt else None) or default_prompt

@@ -120,7 +120,7 @@ def compare_stats(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
         ra, rb = rows_a[t], rows_b[t]
         rows.append({"task_id": t, "tier": ra["tier"], "a_pass_at_1": ra["pass_at_1"], "b_pass_at_1": rb["pass_at_1"],
                      "a_pass_hat_k": ra[key], "b_pass_hat_k": rb[key], "diff": rb["pass_at_1"] - ra["pass_at_1"]})
-    test = paired_sign_test([r["a_pass_at_1"] for r in rows], [r["b_pass_at_1"] for r in rows])
+    test: dict[str, Any] = dict(paired_sign_test([r["a_pass_at_1"] for r in rows], [r["b_pass_at_1"] for r in rows]))
     test["significant_at_0.05"] = test["p_value"] < 0.05
     test["test"] = "exact two-sided sign test on per-task pass@1 (ties dropped)"
     return {"tasks": rows, "paired_test": test, "only_in_a": sorted(set(rows_a) - set(rows_b)),
@@ -275,8 +275,8 @@ def bench(ctx: click.Context, pack: str, policy: str | None, compare: tuple[str,
     if (policy is None) == (compare is None):
         raise click.UsageError("give --policy SPEC, or --compare A B (not both)")
     if concurrency is None:
-        specs = [policy] if policy is not None else list(compare or ())
-        concurrency = 1 if any(_local_model(s) for s in specs) else 4
+        given = [policy] if policy is not None else list(compare or ())
+        concurrency = 1 if any(_local_model(s) for s in given) else 4
     options = {"pack": pack, "split": split, "only": only, "trials": trials, "seed": seed, "concurrency": concurrency,
                "timeout": timeout, "max_steps": max_steps, "budget_usd": budget_usd,
                "executor": parse_policy(executor, option="--executor") if executor else None}
@@ -371,9 +371,9 @@ def _print_single(summary: dict[str, Any], stats: dict[str, Any], verdict: dict[
             console.print(line, highlight=False, markup=False, soft_wrap=True)
     if summary.get("run_dir"):
         console.print(f"run directory: {summary['run_dir']}", highlight=False)
-    line = _gate_line(verdict)
-    if line:
-        console.print(line, highlight=False)
+    gate_text = _gate_line(verdict)
+    if gate_text:
+        console.print(gate_text, highlight=False)
 
 
 def _print_compare(a: dict[str, Any], b: dict[str, Any], comp: dict[str, Any], names: tuple[str, str],

@@ -75,7 +75,7 @@ def tool_calls(*calls: tuple[str, Any] | tuple[str, Any, str], content: str | No
     out = []
     for i, call in enumerate(calls):
         name, args = call[0], call[1]
-        call_id = call[2] if len(call) > 2 else f"call_{i}_{name}"  # type: ignore[misc]
+        call_id = call[2] if len(call) > 2 else f"call_{i}_{name}"
         raw = args if isinstance(args, str) else json.dumps(args)
         out.append((call_id, name, raw))
     return Reply("message", content=content, calls=out, usage=usage, delay=delay, finish_reason="tool_calls")
