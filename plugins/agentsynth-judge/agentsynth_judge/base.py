@@ -8,10 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from agentsynth_kernel.components import JudgeResult
-from agentsynth_kernel.errors import SpecError
-from agentsynth_kernel.records import Trajectory, Usage, Verdict, to_builtins
-from agentsynth_kernel.spec import InvalidValue
+from agentsynth_kernel import InvalidValue, JudgeResult, SpecError, Trajectory, Usage, Verdict, to_builtins
 
 from .reward import DEFAULT_WEIGHTS, RewardWeights, compute_reward
 from .rubric import Rubric, load_rubric

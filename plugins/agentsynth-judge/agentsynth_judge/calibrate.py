@@ -18,10 +18,7 @@ from typing import Any
 
 import attrs
 
-from agentsynth_kernel.components import call
-from agentsynth_kernel.errors import AgentsynthError
-from agentsynth_kernel.records import EpisodeResult
-from agentsynth_kernel.store import STORE_FILE, RunStore
+from agentsynth_kernel import STORE_FILE, AgentsynthError, EpisodeResult, RunStore, call
 
 from .agreement import Confusion, agreement_stats, rank_auc
 from .base import METADATA_KEY

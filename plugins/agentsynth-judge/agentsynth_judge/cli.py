@@ -12,9 +12,15 @@ import click
 
 def _judge_from_options(judge: str | None, judge_spec: Path | None, run_spec: dict[str, Any]) -> tuple[Any, str]:
     """Build the judge named on the command line, or the run's own judge, or ``heuristic``."""
-    from agentsynth_kernel.errors import SpecError
-    from agentsynth_kernel.plugins import get_host
-    from agentsynth_kernel.spec import ComponentSpec, build, check_component, read_yaml, structure
+    from agentsynth_kernel import (
+        ComponentSpec,
+        SpecError,
+        build,
+        check_component,
+        get_host,
+        read_yaml,
+        structure,
+    )
 
     base_dir = Path.cwd()
     source = "--judge"
@@ -168,8 +174,7 @@ def score(run_dirs: tuple[Path, ...], output: Path, judge_name: str | None, judg
     progress goes to stderr. A trajectory the judge fails on gets a row with ``error`` and does
     not stop the others; the exit code is 1 only when nothing could be scored (or the budget ran out).
     """
-    from agentsynth_kernel.components import call
-    from agentsynth_kernel.errors import BudgetExceeded
+    from agentsynth_kernel import BudgetExceeded, call
 
     from .calibrate import read_run
     from .reward import compute_reward

@@ -27,11 +27,19 @@ from typing import Any
 
 import attrs
 
-from agentsynth_kernel.components import JudgeResult, call
-from agentsynth_kernel.errors import did_you_mean
-from agentsynth_kernel.plugins import get_host
-from agentsynth_kernel.records import Trajectory, Usage, Verdict
-from agentsynth_kernel.spec import ComponentSpec, InvalidValue, build, check_component
+from agentsynth_kernel import (
+    ComponentSpec,
+    InvalidValue,
+    JudgeResult,
+    Trajectory,
+    Usage,
+    Verdict,
+    build,
+    call,
+    check_component,
+    did_you_mean,
+    get_host,
+)
 
 from .base import annotate
 from .reward import DEFAULT_WEIGHTS, RewardWeights, compute_reward

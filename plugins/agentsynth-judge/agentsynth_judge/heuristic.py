@@ -45,10 +45,16 @@ from typing import Any
 import attrs
 import msgspec
 
-from agentsynth_kernel.components import JudgeResult
-from agentsynth_kernel.errors import did_you_mean
-from agentsynth_kernel.records import Step, ToolCall, ToolSpec, Trajectory, Verdict
-from agentsynth_kernel.spec import InvalidValue
+from agentsynth_kernel import (
+    InvalidValue,
+    JudgeResult,
+    Step,
+    ToolCall,
+    ToolSpec,
+    Trajectory,
+    Verdict,
+    did_you_mean,
+)
 
 from .base import RubricJudge, annotate, rubric_param
 from .reward import DEFAULT_WEIGHTS, RewardWeights

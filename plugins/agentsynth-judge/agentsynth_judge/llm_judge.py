@@ -44,11 +44,18 @@ from typing import Any
 
 import attrs
 
-from agentsynth_kernel.adapters import validate_arguments
-from agentsynth_kernel.components import JudgeResult
-from agentsynth_kernel.errors import AgentsynthError, did_you_mean
-from agentsynth_kernel.records import Answer, ToolCall, Trajectory, Usage, Verdict
-from agentsynth_kernel.spec import InvalidValue
+from agentsynth_kernel import (
+    AgentsynthError,
+    Answer,
+    InvalidValue,
+    JudgeResult,
+    ToolCall,
+    Trajectory,
+    Usage,
+    Verdict,
+    did_you_mean,
+    validate_arguments,
+)
 
 from .base import RubricJudge, annotate, rubric_param
 from .pairwise import Preference
@@ -254,7 +261,7 @@ class LLMJudge(RubricJudge):
             raise AgentsynthError("llm judge: 'model' must be a model name such as 'openai/gpt-4o-mini'")
         if response_format not in RESPONSE_FORMATS:
             raise AgentsynthError(f"llm judge: response_format must be one of {', '.join(RESPONSE_FORMATS)}")
-        from agentsynth_kernel.llm import client_for, resolve_route
+        from agentsynth_kernel import client_for, resolve_route
 
         resolve_route(model, api_base, transport)  # a missing api_base fails now, not in every episode
         self.model, self.temperature, self.max_reasks = model, temperature, max(0, int(max_reasks))
@@ -436,7 +443,7 @@ class LLMJudgeSpec:
     rpm: float | None = None
 
     def __attrs_post_init__(self) -> None:
-        from agentsynth_kernel.llm import resolve_route
+        from agentsynth_kernel import resolve_route
 
         try:
             resolve_route(self.model, self.api_base, self.transport)

@@ -29,13 +29,13 @@ from typing import Any
 
 import attrs
 
-from agentsynth_kernel.components import call
-from agentsynth_kernel.records import (
+from agentsynth_kernel import (
     EpisodeResult,
     ToolCall,
     Trajectory,
     Usage,
     Verdict,
+    call,
     to_builtins,
     to_openai_messages,
 )

@@ -16,8 +16,7 @@ from collections.abc import Sequence
 
 import attrs
 
-from agentsynth_kernel.records import Verdict
-from agentsynth_kernel.spec import InvalidValue
+from agentsynth_kernel import InvalidValue, Verdict
 
 
 def _non_negative(instance: object, attribute: attrs.Attribute, value: float) -> None:

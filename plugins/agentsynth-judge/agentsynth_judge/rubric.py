@@ -26,8 +26,7 @@ from typing import Any
 
 import attrs
 
-from agentsynth_kernel.errors import SpecError, did_you_mean
-from agentsynth_kernel.spec import read_yaml, structure
+from agentsynth_kernel import SpecError, did_you_mean, read_yaml, structure
 
 _NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 RESERVED = ("reward", "passed", "agreement", "score_std")

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from agentsynth_kernel import (
+    Action,
     Answer,
     Observation,
     Step,
@@ -20,7 +21,6 @@ from agentsynth_kernel import (
     get_host,
     hookimpl,
 )
-from agentsynth_kernel.records import Action
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 

@@ -9,10 +9,8 @@ import pytest
 from click.testing import CliRunner
 
 from agentsynth_judge import HeuristicJudge, calibrate_results, read_run
+from agentsynth_kernel import RunStore, execute, load_run_spec
 from agentsynth_kernel.cli import cli, main
-from agentsynth_kernel.engine import execute
-from agentsynth_kernel.spec import load_run_spec
-from agentsynth_kernel.store import RunStore
 from conftest import write_spec
 
 W = '{tool: write, arguments: {key: color, value: %s}}'

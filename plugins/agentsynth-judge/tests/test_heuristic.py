@@ -3,9 +3,7 @@ from __future__ import annotations
 import pytest
 
 from agentsynth_judge import DEFAULT_RUBRIC, HeuristicJudge, score_sync
-from agentsynth_kernel import ToolCall
-from agentsynth_kernel.errors import SpecError
-from agentsynth_kernel.records import Observation
+from agentsynth_kernel import Observation, SpecError, ToolCall
 from conftest import FAIL, PASS, read, traj, write
 
 GOOD = traj(read("color", "red"), write("color", "blue"), read("color", "blue"), "The note 'color' is now blue.")

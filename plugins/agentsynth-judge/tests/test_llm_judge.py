@@ -18,8 +18,8 @@ from agentsynth_judge import (
     read_run,
     score_schema,
 )
+from agentsynth_kernel import LLMError
 from agentsynth_kernel.cli import cli, main
-from agentsynth_kernel.llm import LLMError
 from agentsynth_kernel.testing import reply, status
 from conftest import FAIL, PASS, read, traj, write, write_spec
 
@@ -89,7 +89,7 @@ async def test_gives_up_after_max_reasks(llm_server):
 
 
 async def test_provider_errors_are_retried_by_the_kernel_client(llm_server):
-    from agentsynth_kernel.llm import LLMClient
+    from agentsynth_kernel import LLMClient
 
     client = LLMClient(api_base=llm_server.base_url, cache=False, max_retries=1, backoff_base=0.001, backoff_max=0.01)
     llm_server.add(status(503), reply(scores_json(9)))

@@ -3,9 +3,7 @@ from __future__ import annotations
 import pytest
 
 from agentsynth_judge import DEFAULT_RUBRIC, RewardWeights, compute_reward, load_rubric
-from agentsynth_kernel import Verdict
-from agentsynth_kernel.errors import SpecError
-from agentsynth_kernel.spec import InvalidValue
+from agentsynth_kernel import InvalidValue, SpecError, Verdict
 from conftest import write_spec
 
 

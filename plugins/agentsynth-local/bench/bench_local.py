@@ -86,7 +86,7 @@ def section_install(work: Path) -> dict[str, Any]:
 
 
 def _episodes(run_dir: Path) -> list[Any]:
-    from agentsynth_kernel.store import RunStore
+    from agentsynth_kernel import RunStore
 
     return list(RunStore(run_dir).results())
 

@@ -10,8 +10,7 @@ import pytest
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from agentsynth_kernel import Observation, ToolCall, ToolSpec, hookimpl  # noqa: E402
-from agentsynth_kernel import plugins as plugin_module  # noqa: E402
+from agentsynth_kernel import Observation, ToolCall, ToolSpec, get_host, hookimpl, reset_plugins  # noqa: E402  # noqa: E402
 
 HAS_RUNTIME = importlib.util.find_spec("llama_cpp") is not None
 needs_runtime = pytest.mark.skipif(not HAS_RUNTIME, reason="llama-cpp-python is not installed (pip install llama-cpp-python)")
@@ -63,11 +62,11 @@ class CounterWorld:
 def host(monkeypatch, tmp_path):
     """A fresh host with the counter world; the LLM cache in the test's tmp dir."""
     monkeypatch.setenv("AGENTSYNTH_LLM_CACHE", str(tmp_path / "llm-cache"))
-    plugin_module.reset_plugins()
-    host = plugin_module.get_host()
+    reset_plugins()
+    host = get_host()
     host.add_plugin(CounterWorld(), "counter-world")
     yield host
-    plugin_module.reset_plugins()
+    reset_plugins()
 
 
 @pytest.fixture

@@ -15,9 +15,7 @@ import urllib.request
 
 import pytest
 
-from agentsynth_kernel.engine import execute
-from agentsynth_kernel.llm import LLMClient
-from agentsynth_kernel.spec import load_run_spec
+from agentsynth_kernel import LLMClient, execute, load_run_spec
 from agentsynth_local.manager import MANAGER, Manager
 from conftest import needs_runtime
 

@@ -7,9 +7,7 @@ import asyncio
 
 import pytest
 
-from agentsynth_kernel import AgentsynthError, hookimpl
-from agentsynth_kernel import plugins as plugin_module
-from agentsynth_kernel.llm import LLMClient, resolve_route
+from agentsynth_kernel import AgentsynthError, LLMClient, hookimpl, reset_plugins, resolve_route
 from agentsynth_kernel.testing import ScriptedLLMServer, reply
 from agentsynth_local.manager import Manager
 
@@ -42,12 +40,12 @@ def test_a_local_model_goes_where_the_plugin_says(host, tmp_path):
 
 def test_without_a_plugin_serving_local_models_the_error_says_what_to_install(monkeypatch):
     monkeypatch.setenv("AGENTSYNTH_DISABLE_PLUGINS", "local")
-    plugin_module.reset_plugins()
+    reset_plugins()
     try:
         with pytest.raises(AgentsynthError, match="install agentsynth-local"):
             resolve_route("local")
     finally:
-        plugin_module.reset_plugins()
+        reset_plugins()
 
 
 def test_an_api_base_needs_no_plugin():

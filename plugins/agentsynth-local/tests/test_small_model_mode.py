@@ -5,9 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 
-from agentsynth_kernel.builtins.llm_policy import fit_messages
-from agentsynth_kernel.engine import execute
-from agentsynth_kernel.spec import load_run_spec
+from agentsynth_kernel import execute, fit_messages, load_run_spec
 from agentsynth_kernel.testing import ScriptedLLMServer, conversation_handler, reply, tool_calls
 
 SPEC = """

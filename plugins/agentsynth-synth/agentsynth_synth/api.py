@@ -21,9 +21,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from agentsynth_kernel.errors import AgentsynthError, SpecError
-from agentsynth_kernel.records import EpisodeResult
-from agentsynth_kernel.spec import Pack, structure
+from agentsynth_kernel import AgentsynthError, EpisodeResult, Pack, SpecError, structure
 
 from .back_translation import BackTranslation, BackTranslationSpec
 from .challenger import Challenger, ChallengerSpec, Evolve, EvolveSpec, FromFailures, FromFailuresSpec
@@ -48,7 +46,7 @@ def make_generator(name: str, params: dict[str, Any] | None = None, *, base_dir:
                    source: str = "generator") -> Any:
     """A generator object from its name and parameters (path-qualified SpecError on bad params)."""
     if name not in GENERATORS:
-        from agentsynth_kernel.errors import did_you_mean
+        from agentsynth_kernel import did_you_mean
 
         raise SpecError(source, [f"type: no generator {name!r}{did_you_mean(name, list(GENERATORS))}"
                                  f" (known: {', '.join(GENERATORS)})"])
@@ -69,8 +67,7 @@ COMPONENT_FIELDS = (("teachers", "policy", True), ("strong", "policy", True), ("
 
 def check_components(spec: Any) -> list[str]:
     """Every policy / judge a generator's parameters name is installed and its parameters fit."""
-    from agentsynth_kernel.plugins import get_host
-    from agentsynth_kernel.spec import ComponentSpec, check_component
+    from agentsynth_kernel import ComponentSpec, check_component, get_host
 
     host = get_host()
     problems: list[str] = []
@@ -122,7 +119,7 @@ def run_generator(name: str, pack: str | Path | Pack, params: dict[str, Any] | N
                   budget_tokens: int | None = None, cache: bool | str | Path = True, max_steps: int = 30,
                   timeout: float = 120.0, on_progress: Any = None, base_dir: Path | None = None) -> SynthReport:
     """Run generator ``name`` on ``pack`` (name, path or Pack); see the module docstring."""
-    from agentsynth_kernel.spec import load_pack
+    from agentsynth_kernel import load_pack
 
     pack_obj = pack if isinstance(pack, Pack) else load_pack(pack)
     generator = make_generator(name, params, base_dir=base_dir or Path.cwd())

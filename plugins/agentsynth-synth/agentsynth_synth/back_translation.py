@@ -33,9 +33,7 @@ from typing import Any
 
 import attrs
 
-from agentsynth_kernel.adapters import validate_arguments
-from agentsynth_kernel.records import ToolCall
-from agentsynth_kernel.spec import ComponentSpec, InvalidValue, Task
+from agentsynth_kernel import ComponentSpec, InvalidValue, Task, ToolCall, validate_arguments
 
 from .core import (
     Accepted,

@@ -30,9 +30,16 @@ from typing import Any
 
 import attrs
 
-from agentsynth_kernel.errors import SpecError
-from agentsynth_kernel.records import ToolCall
-from agentsynth_kernel.spec import ComponentSpec, InvalidValue, Pack, Task, check_pack, structure
+from agentsynth_kernel import (
+    ComponentSpec,
+    InvalidValue,
+    Pack,
+    SpecError,
+    Task,
+    ToolCall,
+    check_pack,
+    structure,
+)
 
 from .core import (
     Accepted,
@@ -185,7 +192,7 @@ def checker_catalog(ctx: SynthContext) -> str:
 
 def load_oracle(pack: Pack) -> dict[str, list[dict[str, Any]]]:
     """The pack's oracle actions per task, as plain dicts (empty when there is none)."""
-    from agentsynth_kernel.importing import import_file
+    from agentsynth_kernel import import_file
 
     path = pack.oracle_path
     if path is None or not path.is_file():

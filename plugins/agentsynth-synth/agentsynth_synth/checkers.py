@@ -18,8 +18,7 @@ import inspect
 import json
 from typing import Any
 
-from agentsynth_kernel.components import EpisodeState, Turn
-from agentsynth_kernel.records import Answer, Observation, ToolCall, Trajectory, Verdict
+from agentsynth_kernel import Answer, EpisodeState, Observation, ToolCall, Trajectory, Turn, Verdict
 
 
 def _probe_calls(probes: list[dict[str, Any]]) -> list[ToolCall]:

@@ -16,7 +16,7 @@ GENERATOR_NAMES = ("forward", "back_translation", "replay_filter", "challenger",
 def _parse_param(text: str) -> tuple[str, Any]:
     import yaml
 
-    from agentsynth_kernel.errors import SpecError
+    from agentsynth_kernel import SpecError
 
     key, sep, value = text.partition("=")
     if not sep or not key.strip():
@@ -31,8 +31,7 @@ def _source(ref: str) -> tuple[Any, Any, Path, Any]:
     """(pack, run spec or None, base dir, the spec's ``generate:`` or None): SOURCE is a pack (name,
     directory, pack.yaml) or a run spec. A run spec may carry ``generate: {type: NAME, ...}``; it is
     taken out here (the kernel's run spec schema has no such key yet)."""
-    from agentsynth_kernel.plugins import get_host
-    from agentsynth_kernel.spec import RunSpec, load_pack, read_yaml, resolve_pack, structure
+    from agentsynth_kernel import RunSpec, get_host, load_pack, read_yaml, resolve_pack, structure
 
     path = Path(ref)
     if path.is_file() and path.suffix in (".yaml", ".yml") and path.name != "pack.yaml":
@@ -112,8 +111,7 @@ def synth(ctx: click.Context, source: str | None, name: str | None, explain_: bo
     Exit codes: 0 done, 1 the written pack fails validation, 2 bad input, 3 stopped by the budget,
     4 some items could not be finished (the LLM provider failed; rerun to retry them).
     """
-    from agentsynth_kernel.errors import SpecError
-    from agentsynth_kernel.spec import read_yaml
+    from agentsynth_kernel import SpecError, read_yaml
 
     from .api import make_generator, write_output
     from .core import SynthContext, synthesize
@@ -137,7 +135,7 @@ def synth(ctx: click.Context, source: str | None, name: str | None, explain_: bo
             raise SpecError(source, [f"generate.type: the spec configures {generate['type']!r}, not {name!r}"])
         name = generate["type"]
         if name not in GENERATOR_NAMES:
-            from agentsynth_kernel.errors import did_you_mean
+            from agentsynth_kernel import did_you_mean
 
             raise SpecError(source, [f"generate.type: no generator {name!r}{did_you_mean(name, GENERATOR_NAMES)}"])
         data = {k: v for k, v in generate.items() if k != "type"}
@@ -201,7 +199,7 @@ def synth(ctx: click.Context, source: str | None, name: str | None, explain_: bo
     summary["output"] = str(written) if written else None
     code = 3 if report.stopped else (4 if report.incomplete else 0)
     if written is not None and generator.makes_tasks and validate is not False:
-        from agentsynth_kernel.commands.pack import validate_pack
+        from agentsynth_kernel import validate_pack
 
         _, gates = validate_pack(written.parent)
         summary["validation"] = {g.name: g.status for g in gates}

@@ -32,14 +32,27 @@ from typing import Any, Protocol
 
 import attrs
 
-from agentsynth_kernel import BudgetExceeded
-from agentsynth_kernel.episode import EpisodeConfig, replay_episode, run_episode
-from agentsynth_kernel.errors import AgentsynthError
-from agentsynth_kernel.llm import LLMError
-from agentsynth_kernel.records import EpisodeResult, ToolCall, Trajectory, Usage, Verdict
-from agentsynth_kernel.secrets import redact
-from agentsynth_kernel.spec import Budget, ComponentSpec, Pack, RunSpec, Task, unstructure
-from agentsynth_kernel.store import RunStore
+from agentsynth_kernel import (
+    AgentsynthError,
+    Budget,
+    BudgetExceeded,
+    ComponentSpec,
+    EpisodeConfig,
+    EpisodeResult,
+    LLMError,
+    Pack,
+    RunSpec,
+    RunStore,
+    Task,
+    ToolCall,
+    Trajectory,
+    Usage,
+    Verdict,
+    redact,
+    replay_episode,
+    run_episode,
+    unstructure,
+)
 
 # --- records ---------------------------------------------------------------------------------------
 
@@ -189,9 +202,7 @@ class SynthContext:
                  budget_tokens: int | None = None, cache: bool | str | Path = True, max_steps: int = 30,
                  timeout: float = 120.0, run_dir: Path | None = None, llm_client: Any = None,
                  llm: LLMSettings | None = None, name: str = "synth") -> None:
-        from agentsynth_kernel.engine import RunInfo
-        from agentsynth_kernel.llm import client_for
-        from agentsynth_kernel.plugins import get_host
+        from agentsynth_kernel import RunInfo, client_for, get_host
 
         self.host = host or get_host()
         self.pack = pack
@@ -313,7 +324,7 @@ ProgressFn = Callable[[str, dict[str, Any]], None]
 
 
 def _open_store(run_dir: Path) -> RunStore:
-    from agentsynth_kernel.engine import open_run_store
+    from agentsynth_kernel import open_run_store
 
     return open_run_store(run_dir)  # refuses a non-empty directory that is not a run directory
 
@@ -327,7 +338,7 @@ def _check_resume(store: RunStore, meta: dict[str, Any]) -> None:
             raise AgentsynthError(f"{store.run_dir}: holds a run of 'agentsynth run', not a generation; "
                                   "use a new --run-dir")
         return
-    from agentsynth_kernel.engine import spec_diff
+    from agentsynth_kernel import spec_diff
 
     keys = ("generator", "params", "seed", "pack")
     before = {k: old.get(k) for k in keys}
@@ -519,7 +530,7 @@ def write_pack(results: Sequence[EpisodeResult], source: Pack, directory: Path, 
 
 
 def write_jsonl(results: Sequence[EpisodeResult], path: Path) -> int:
-    from agentsynth_kernel.records import write_jsonl as _write
+    from agentsynth_kernel import write_jsonl as _write
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -22,7 +22,7 @@ from typing import Any
 
 import attrs
 
-from agentsynth_kernel.spec import ComponentSpec, Task
+from agentsynth_kernel import ComponentSpec, Task
 
 from .core import Accepted, Item, Meter, Outcome, SynthContext, derive_seed, why_failed
 
@@ -42,7 +42,7 @@ class ForwardSpec:
     probes: list[dict[str, Any]] = attrs.field(factory=list)
 
     def __attrs_post_init__(self) -> None:
-        from agentsynth_kernel.spec import InvalidValue
+        from agentsynth_kernel import InvalidValue
 
         if not self.teachers:
             raise InvalidValue("teachers: give at least one policy, e.g. [{type: llm, model: ...}]")

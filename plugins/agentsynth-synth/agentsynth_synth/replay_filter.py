@@ -23,10 +23,15 @@ from typing import Any
 
 import attrs
 
-from agentsynth_kernel.adapters import validate_arguments
-from agentsynth_kernel.errors import AgentsynthError
-from agentsynth_kernel.records import EpisodeResult, ToolCall, Trajectory, from_json
-from agentsynth_kernel.spec import InvalidValue
+from agentsynth_kernel import (
+    AgentsynthError,
+    EpisodeResult,
+    InvalidValue,
+    ToolCall,
+    Trajectory,
+    from_json,
+    validate_arguments,
+)
 
 from .core import Accepted, Item, Meter, Outcome, SynthContext
 
@@ -58,7 +63,7 @@ def read_results(source: str | Path) -> list[EpisodeResult]:
     """EpisodeResults from a run directory, or from a JSONL file of EpisodeResults / Trajectories."""
     path = Path(source)
     if path.is_dir():
-        from agentsynth_kernel.store import RunStore
+        from agentsynth_kernel import RunStore
 
         store = RunStore(path, create=False)
         try:

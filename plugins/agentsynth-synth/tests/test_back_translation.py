@@ -6,9 +6,7 @@ import asyncio
 
 import yaml
 
-from agentsynth_kernel.episode import EpisodeConfig, run_episode
-from agentsynth_kernel.spec import ComponentSpec, load_pack
-from agentsynth_kernel.store import RunStore
+from agentsynth_kernel import ComponentSpec, EpisodeConfig, RunStore, load_pack, run_episode
 from agentsynth_synth import run_generator
 from conftest import NotesWorld
 

@@ -8,8 +8,7 @@ import re
 
 import yaml
 
-from agentsynth_kernel.engine import execute
-from agentsynth_kernel.spec import ComponentSpec, RunSpec, load_pack
+from agentsynth_kernel import ComponentSpec, RunSpec, execute, load_pack
 from agentsynth_synth import run_generator
 from conftest import SET_RE, first_user, policy, reply, solver, turn
 

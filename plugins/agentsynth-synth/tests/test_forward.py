@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentsynth_kernel.errors import SpecError
-from agentsynth_kernel.records import ToolCall
-from agentsynth_kernel.spec import load_pack
-from agentsynth_kernel.store import RunStore
+from agentsynth_kernel import RunStore, SpecError, ToolCall, load_pack
 from agentsynth_synth import run_generator
 from conftest import policy
 

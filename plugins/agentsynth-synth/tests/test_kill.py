@@ -13,7 +13,7 @@ from pathlib import Path
 
 from test_back_translation import params
 
-from agentsynth_kernel.store import RunStore
+from agentsynth_kernel import RunStore
 from agentsynth_synth import run_generator
 
 

@@ -6,10 +6,19 @@ import asyncio
 
 import pytest
 
-from agentsynth_kernel import Answer, EpisodeResult, Observation, Step, ToolCall, Trajectory
-from agentsynth_kernel.engine import execute
-from agentsynth_kernel.records import write_jsonl
-from agentsynth_kernel.spec import ComponentSpec, RunSpec, load_pack
+from agentsynth_kernel import (
+    Answer,
+    ComponentSpec,
+    EpisodeResult,
+    Observation,
+    RunSpec,
+    Step,
+    ToolCall,
+    Trajectory,
+    execute,
+    load_pack,
+    write_jsonl,
+)
 from agentsynth_synth import run_generator
 from conftest import NotesWorld  # noqa: I001
 
@@ -77,7 +86,7 @@ def test_filters_a_run_directory(pack_dir, tmp_path):
 
 
 def test_missing_input_is_a_clear_error(pack_dir, tmp_path):
-    from agentsynth_kernel.errors import AgentsynthError
+    from agentsynth_kernel import AgentsynthError
 
     with pytest.raises(AgentsynthError, match="no such run directory or JSONL file"):
         run_generator("replay_filter", pack_dir, {"input": str(tmp_path / "nope.jsonl")})

@@ -8,12 +8,18 @@ import json
 import pytest
 import yaml
 
-from agentsynth_kernel import get_host
+from agentsynth_kernel import (
+    AgentsynthError,
+    ComponentSpec,
+    EpisodeResult,
+    RunSpec,
+    Trajectory,
+    build,
+    execute,
+    get_host,
+    load_pack,
+)
 from agentsynth_kernel.cli import main
-from agentsynth_kernel.engine import execute
-from agentsynth_kernel.errors import AgentsynthError
-from agentsynth_kernel.records import EpisodeResult, Trajectory
-from agentsynth_kernel.spec import ComponentSpec, RunSpec, build, load_pack
 from agentsynth_synth import run_generator
 from agentsynth_synth.cli import Progress
 from agentsynth_synth.core import SynthReport, write_pack
