@@ -87,7 +87,7 @@ def leaderboard(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _page(title: str, body: str) -> HTMLResponse:
     return HTMLResponse(
-        "<!doctype html><html lang=en><head><meta charset=utf-8>"
+        "<!doctype html><html lang=en><head><meta charset=utf-8><link rel=icon href='data:,'>"
         f"<title>{html.escape(title)}</title><style>body{{font:15px system-ui,sans-serif;margin:2em}}"
         "table{border-collapse:collapse}td,th{padding:4px 10px;border-bottom:1px solid #ddd;text-align:left}"
         ".tied{color:#8a5a00}</style></head>"

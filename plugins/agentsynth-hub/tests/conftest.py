@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -90,3 +91,15 @@ def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]:
                  "--max-payload-mb", "8", "--sample", "32")
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def accepted(hub, runs, cli):
+    """The honest submissions, through the real `agentsynth hub submit` command."""
+    out = {}
+    for name, label in (("oracle", "oracle A"), ("noop", ""), ("oracle2", "oracle B")):
+        run = cli("hub", "submit", str(runs[name]), "--url", hub.url, "--label", label, "--json",
+                         env={"AGENTSYNTH_HUB_TOKEN": hub.tokens["alice"]})
+        assert run.returncode == 0, (name, run.stdout[-2000:], run.stderr[-2000:])
+        out[name] = json.loads(run.stdout)
+    return out

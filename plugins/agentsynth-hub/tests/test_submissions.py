@@ -34,18 +34,6 @@ def resummarize(payload):
     return payload
 
 
-@pytest.fixture(scope="module")
-def accepted(hub, runs, cli):
-    """The honest submissions, through the real `agentsynth hub submit` command."""
-    out = {}
-    for name, label in (("oracle", "oracle A"), ("noop", ""), ("oracle2", "oracle B")):
-        run = cli("hub", "submit", str(runs[name]), "--url", hub.url, "--label", label, "--json",
-                         env={"AGENTSYNTH_HUB_TOKEN": hub.tokens["alice"]})
-        assert run.returncode == 0, (name, run.stdout[-2000:], run.stderr[-2000:])
-        out[name] = json.loads(run.stdout)
-    return out
-
-
 def test_honest_runs_are_ranked_with_the_tie_rule(hub, accepted):
     assert accepted["oracle"]["status"] == "accepted" and accepted["oracle"]["replayed"] == 22
     board = httpx.get(hub.url + "/api/packs/core/leaderboard").json()
