@@ -72,3 +72,38 @@ def test_template_scaffolds_a_plugin_with_the_agreed_layout(tmp_path):
     compile(source, "plugin.py", "exec")
     project = tomllib.loads((target / "pyproject.toml").read_text())["project"]
     assert project["entry-points"]["agentsynth"] == {"weather_api": "agentsynth_weather_api.plugin"}
+
+
+def test_a_plugin_scaffolded_outside_the_repository_passes_its_tests_and_pack_validate(tmp_path):
+    """What a new plugin author gets: `new_plugin.py NAME DESC --dest DIR`, `pip install -e .`,
+    then pytest and `agentsynth pack validate NAME-demo` pass as generated."""
+    import os
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, str(ROOT / "scripts" / "new_plugin.py"), "tide_tables", "Tide tables",
+                          "--dest", str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    plugin = tmp_path / "agentsynth-tide_tables"
+    venv = tmp_path / "venv"
+    uv = shutil.which("uv")
+    if uv:
+        subprocess.run([uv, "venv", "-q", str(venv)], check=True, timeout=120)
+        install = [uv, "pip", "install", "-q", "--python", str(venv / "bin" / "python")]
+    else:
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+        install = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q"]
+    subprocess.run([*install, "-e", str(ROOT), "-e", f"{plugin}[test]"], check=True, timeout=600)
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "AGENTSYNTH_CACHE_DIR": str(tmp_path / "cache")}
+    env.pop("VIRTUAL_ENV", None)
+    tests = subprocess.run([str(venv / "bin" / "pytest"), "-q", "-p", "no:cacheprovider"], cwd=plugin, env=env,
+                           capture_output=True, text=True, timeout=300)
+    assert tests.returncode == 0, tests.stdout[-3000:] + tests.stderr[-2000:]
+    assert "3 passed" in tests.stdout
+    gates = subprocess.run([str(venv / "bin" / "agentsynth"), "pack", "validate", "tide_tables-demo", "--json", "-"],
+                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert gates.returncode == 0, gates.stdout[-3000:] + gates.stderr[-2000:]
+    import json
+
+    assert {g["name"]: g["status"] for g in json.loads(gates.stdout)["gates"]} == dict.fromkeys(
+        ("schema", "unique-ids", "world-state-checkers", "oracle", "determinism", "floors", "robustness"), "pass")

@@ -3,5 +3,5 @@
 METADATA = {
     "kind": "environment",
     "status": "alpha",
-    "capabilities": ["environment:__name__"],
+    "capabilities": ["environment:__name__", "checker:__name___note_exists", "pack:__name__-demo"],
 }
