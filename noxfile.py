@@ -115,9 +115,12 @@ def bench(session: nox.Session) -> None:
 def real_llm(session: nox.Session) -> None:
     """The real-model suite on the embedded model (agentsynth-local): bench core, judge score, synth
     forward and export through the command line. Minutes of CPU; not part of ``-t tests``."""
-    plugins = ("agentsynth-local", "agentsynth-sql", "agentsynth-judge", "agentsynth-synth", "agentsynth-export")
+    plugins = ("agentsynth-local", "agentsynth-sql", "agentsynth-judge", "agentsynth-synth", "agentsynth-export",
+               "agentsynth-generate")
     session.install("-e", ".[test]", *[a for p in plugins for a in ("-e", f"plugins/{p}[test]")])
     session.run("pytest", "plugins/agentsynth-local/tests", "-m", "real_llm", "-s", *_junit("real-llm"),
+                *session.posargs, env={**TEST_ENV, "AGENTSYNTH_REAL_LLM": "1"})
+    session.run("pytest", "plugins/agentsynth-generate/tests", "-m", "real_llm", "-s", *_junit("real-llm-generate"),
                 *session.posargs, env={**TEST_ENV, "AGENTSYNTH_REAL_LLM": "1"})
 
 

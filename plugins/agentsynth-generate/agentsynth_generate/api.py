@@ -41,7 +41,7 @@ class GenerateComponent:
         inputs = resolve_inputs(self.spec, base_dir=self.base_dir, source="generate", host=host, pack=self.pack)
         client = None
         if self.run is not None:
-            from agentsynth_kernel.llm import client_for
+            from agentsynth_kernel import client_for
 
             client = client_for(self.run)
         accepted: list[dict[str, Any]] = []
@@ -72,8 +72,7 @@ def generate_records(params: dict[str, Any], *, base_dir: Path | None = None, cl
 
 
 def run_from_run_spec(spec_file: Any, run_spec: Any, *, json_path: str | None, quiet: bool, run_dir: Any = None) -> int:
-    from agentsynth_kernel import get_host
-    from agentsynth_kernel.spec import resolve_pack
+    from agentsynth_kernel import get_host, resolve_pack
 
     from .cli import run_spec as run
 

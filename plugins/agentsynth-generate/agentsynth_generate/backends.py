@@ -6,8 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from agentsynth_kernel import Observation, ToolCall, ToolSpec
-from agentsynth_kernel.adapters import tool_specs
+from agentsynth_kernel import Observation, ToolCall, ToolSpec, tool_specs
 
 from .llm import JSON_OBJECT, Caller
 
@@ -54,7 +53,7 @@ class WorldTools:
         return await result if inspect.isawaitable(result) else result
 
     async def open(self, seed: int) -> None:
-        from agentsynth_kernel.spec import build
+        from agentsynth_kernel import build
 
         cspec = self.pack.task_environment(self.task)
         self.env = await self._run(lambda: build("environment", cspec, host=self.host, base_dir=self.pack.base_dir,

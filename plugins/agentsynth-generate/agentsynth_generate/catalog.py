@@ -196,7 +196,7 @@ def parse_queries(rows: Any, source: str, *, jsonl: bool = False) -> list[Scenar
             continue
         unknown = [k for k in row if k not in _SCENARIO_KEYS]
         if unknown:
-            from agentsynth_kernel.errors import did_you_mean
+            from agentsynth_kernel import did_you_mean
 
             problems += [f"{where}.{k}: unknown key{did_you_mean(k, _SCENARIO_KEYS)}" for k in unknown]
             continue

@@ -188,7 +188,7 @@ def generate_command(ctx: click.Context, queries_: tuple[str, ...], queries: Pat
 
 
 def _client(model: str, api_base: str | None, api_key_env: str | None, no_cache: bool, seed: int = 0) -> Any:
-    from agentsynth_kernel.llm import LLMClient
+    from agentsynth_kernel import LLMClient
 
     from .llm import Caller
 
@@ -199,8 +199,7 @@ def _client(model: str, api_base: str | None, api_key_env: str | None, no_cache:
 def _judge(name: str | None, params: tuple[str, ...]) -> Any:
     if not name:
         return None
-    from agentsynth_kernel import SpecError, get_host
-    from agentsynth_kernel.spec import ComponentSpec, build, check_component
+    from agentsynth_kernel import ComponentSpec, SpecError, build, check_component, get_host
 
     spec = ComponentSpec(name, dict(_param(p, "--judge-param") for p in params))
     problems = check_component("judge", spec, "judge", get_host())
@@ -343,7 +342,7 @@ def flywheel_command(ctx: click.Context, run_dir: Path | None, source: Path | No
         ctx.exit(0)
     world = mined.pack
     if pack is not None and world is None:
-        from agentsynth_kernel.spec import load_pack
+        from agentsynth_kernel import load_pack
 
         world = load_pack(pack, host=host)
     catalog = load_tools(tools) if tools is not None else (mined.tools or None)

@@ -19,8 +19,7 @@ from typing import IO, Any
 import attrs
 import msgspec
 
-from agentsynth_kernel import BudgetExceeded, SpecError, ToolSpec
-from agentsynth_kernel.errors import AgentsynthError
+from agentsynth_kernel import AgentsynthError, BudgetExceeded, SpecError, ToolSpec
 
 from .backends import SimulatedTools, WorldTools
 from .catalog import Scenario
@@ -177,7 +176,7 @@ class Generation:
         self.host = host or get_host()
         self.own_client = client is None
         if client is None:
-            from agentsynth_kernel.llm import LLMClient
+            from agentsynth_kernel import LLMClient
 
             client = LLMClient(model=config.model, api_base=config.api_base, api_key_env=config.api_key_env,
                                cache=config.cache, budget_usd=config.budget_usd, budget_tokens=config.budget_tokens,
@@ -205,7 +204,7 @@ class Generation:
                 set(self.config.modes) == {"code_execution"}):
             problems.append("tools: no tools to generate with: give --tools FILE, --pack PACK or --sample (taxonomy)")
         if self.config.judge is not None:
-            from agentsynth_kernel.spec import ComponentSpec, build, check_component
+            from agentsynth_kernel import ComponentSpec, build, check_component
 
             spec = ComponentSpec(self.config.judge["type"], {k: v for k, v in self.config.judge.items() if k != "type"})
             found = check_component("judge", spec, "judge", self.host)
@@ -219,7 +218,7 @@ class Generation:
 
     def _backend(self, item: Item, llm: Caller) -> tuple[Any, Any]:
         """(tool backend, task for the world check or None)."""
-        from agentsynth_kernel.spec import ComponentSpec, Pack, Task
+        from agentsynth_kernel import ComponentSpec, Pack, Task
 
         scenario = item.scenario
         pack = self.inputs.pack
@@ -242,7 +241,7 @@ class Generation:
 
     async def run_item(self, item: Item) -> tuple[str, dict[str, Any], list[tuple[str, str | None]]]:
         """('accepted' | 'rejected' | 'incomplete', record, [(stage, rejection reason or None)])."""
-        from agentsynth_kernel.llm import LLMError
+        from agentsynth_kernel import LLMError
 
         llm = self.base.for_item(item.seed)
         rng = random.Random(item.seed)
@@ -348,7 +347,7 @@ class Generation:
             else:
                 stages["world"] = "no_checkers (a free query on the world: its calls ran for real, nothing checks the end state)"
             return None
-        from agentsynth_kernel.episode import replay_episode
+        from agentsynth_kernel import replay_episode
 
         replay = await replay_episode(self.host, self.inputs.pack, task, item.seed, trajectory, timeout=self.config.timeout)
         info: dict[str, Any] = {"status": replay.status, "verdicts": [{"checker": v.checker, "passed": v.passed, "detail": v.detail[:300]}

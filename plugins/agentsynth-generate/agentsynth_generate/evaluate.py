@@ -26,8 +26,7 @@ from typing import Any
 
 import attrs
 
-from agentsynth_kernel import SpecError
-from agentsynth_kernel.adapters import validate_arguments
+from agentsynth_kernel import SpecError, validate_arguments
 
 from .backends import extract_json
 from .llm import Caller, json_schema
@@ -56,8 +55,7 @@ class Conversation:
 def _from_trajectory(data: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str, str]:
     import msgspec
 
-    from agentsynth_kernel import Trajectory
-    from agentsynth_kernel.records import to_openai_messages
+    from agentsynth_kernel import Trajectory, to_openai_messages
 
     trajectory = msgspec.convert(data, Trajectory)
     return (to_openai_messages(trajectory), [t.to_openai() for t in trajectory.tools], trajectory.instruction,
@@ -167,7 +165,7 @@ async def rubric_scores(conv: Conversation, llm: Caller) -> tuple[dict[str, floa
 async def evaluate(path: Path, *, llm: Caller | None, judge: Any = None, threshold: float = 0.5,
                    out: Path | None = None, on_progress: Any = None) -> dict[str, Any]:
     """Score every conversation of ``path``; write scored rows to ``out``; return the report."""
-    from agentsynth_kernel.llm import LLMError
+    from agentsynth_kernel import LLMError
 
     conversations = list(read_conversations(path))
     totals: dict[str, list[float]] = {}
@@ -219,8 +217,7 @@ async def evaluate(path: Path, *, llm: Caller | None, judge: Any = None, thresho
 
 async def _judge_scores(judge: Any, conv: Conversation) -> tuple[dict[str, float], str]:
     """A registered judge scores the conversation (rebuilt as a kernel Trajectory)."""
-    from agentsynth_kernel import Answer, Observation, Step, ToolCall, ToolSpec, Trajectory
-    from agentsynth_kernel.components import call
+    from agentsynth_kernel import Answer, Observation, Step, ToolCall, ToolSpec, Trajectory, call
 
     steps: list[Step] = []
     results = {m.get("tool_call_id"): str(m.get("content") or "") for m in conv.messages if m.get("role") == "tool"}

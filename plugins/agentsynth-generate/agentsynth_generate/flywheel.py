@@ -39,8 +39,7 @@ def _count(counter: dict[str, int], key: str) -> None:
 
 def mine_run(run_dir: Path, host: Any, pack_ref: str | None, max_targets: int) -> Mined:
     """Failed episodes of a run directory: one target per failed task, with the pack's task (so the world checks it)."""
-    from agentsynth_kernel.spec import load_pack
-    from agentsynth_kernel.store import RunStore
+    from agentsynth_kernel import RunStore, load_pack
 
     if not (run_dir / "run.sqlite").is_file():
         raise SpecError(str(run_dir), ["not a run directory (no run.sqlite): give one written by "

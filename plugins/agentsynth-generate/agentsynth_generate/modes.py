@@ -19,8 +19,16 @@ from typing import Any
 
 import attrs
 
-from agentsynth_kernel import Answer, Observation, Step, ToolCall, ToolSpec
-from agentsynth_kernel.adapters import InvalidToolCall, parse_arguments, validate_arguments
+from agentsynth_kernel import (
+    Answer,
+    InvalidToolCall,
+    Observation,
+    Step,
+    ToolCall,
+    ToolSpec,
+    parse_arguments,
+    validate_arguments,
+)
 
 from .backends import extract_json
 from .llm import Caller, json_schema

@@ -14,7 +14,7 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
-from agentsynth_kernel.adapters import validate_arguments
+from agentsynth_kernel import validate_arguments
 
 _CITIES = ["Lisbon", "Berlin", "Osaka", "Toronto", "Nairobi", "Lima", "Oslo", "Seoul"]
 _WORDS = ["report", "invoice", "summary", "renewal", "shipment", "budget", "forecast", "backlog", "quarterly"]

@@ -72,7 +72,7 @@ def problems_of(spec: GenerateSpec) -> list[str]:
             problems.append(f"mode[{i}]: expected one of {', '.join(MODES)}, got {mode!r}")
     for i, domain in enumerate(spec.domain):
         if domain not in DOMAINS:
-            from agentsynth_kernel.errors import did_you_mean
+            from agentsynth_kernel import did_you_mean
 
             problems.append(f"domain[{i}]: unknown domain {domain!r}{did_you_mean(domain, DOMAINS)}")
     if spec.tools is not None and (spec.pack is not None or spec.world is not None):
@@ -96,7 +96,7 @@ def problems_of(spec: GenerateSpec) -> list[str]:
 
 
 def load_spec(params: dict[str, Any], source: str) -> GenerateSpec:
-    from agentsynth_kernel.spec import structure
+    from agentsynth_kernel import structure
 
     spec = structure(params, GenerateSpec, source=source)
     problems = problems_of(spec)
@@ -112,7 +112,7 @@ def _path(value: str, base_dir: Path) -> Path:
 
 def resolve_inputs(spec: GenerateSpec, *, base_dir: Path, source: str, host: Any, pack: Any = None) -> Inputs:
     """Scenarios (queries, a queries file, taxonomy samples, or the pack's tasks) and a catalog or a world."""
-    from agentsynth_kernel.spec import ComponentSpec, Pack, Task, check_component, load_pack
+    from agentsynth_kernel import ComponentSpec, Pack, Task, check_component, load_pack
 
     tools = None
     if spec.tools is not None:

@@ -25,8 +25,7 @@ from typing import Any
 
 import attrs
 
-from agentsynth_kernel import Answer, ToolCall, Trajectory
-from agentsynth_kernel.errors import AgentsynthError
+from agentsynth_kernel import AgentsynthError, Answer, ToolCall, Trajectory
 
 from .backends import extract_json
 from .llm import Caller, json_schema
@@ -158,7 +157,7 @@ async def semantic_by_llm(draft: Draft, llm: Caller) -> tuple[Rejection | None, 
 
 
 async def semantic_by_judge(judge: Any, trajectory: Trajectory, threshold: float) -> tuple[Rejection | None, dict[str, Any]]:
-    from agentsynth_kernel.components import call
+    from agentsynth_kernel import call
 
     try:
         result = await call(judge.score, trajectory, [])

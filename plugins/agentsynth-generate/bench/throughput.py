@@ -33,7 +33,7 @@ def _teacher():  # the README's scripted stand-in teacher
 
 
 async def baseline(base_url: str, requests: int) -> float:
-    from agentsynth_kernel.llm import LLMClient
+    from agentsynth_kernel import LLMClient
 
     client = LLMClient(model="openai/scripted", api_base=base_url, cache=False)
     messages = [{"role": "user", "content": "What will the weather be in Lisbon?"}]

@@ -11,7 +11,7 @@ import pytest
 from helpers import agentsynth, agentsynth_process
 
 from agentsynth_generate import generate_records
-from agentsynth_kernel.adapters import validate_arguments
+from agentsynth_kernel import validate_arguments
 from agentsynth_kernel.testing import reply, status, tool_calls
 from conftest import WEATHER_TOOLS, base
 

@@ -10,8 +10,7 @@ from typing import Any
 from helpers import agentsynth
 
 from agentsynth_generate import generate_records
-from agentsynth_kernel import get_host
-from agentsynth_kernel.spec import ComponentSpec, build
+from agentsynth_kernel import ComponentSpec, build, get_host
 from agentsynth_kernel.testing import reply, tool_calls
 from conftest import WEATHER_TOOLS, base
 
