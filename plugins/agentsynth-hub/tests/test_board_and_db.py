@@ -163,3 +163,21 @@ def test_a_hub_on_postgresql_accepts_and_ranks(postgres, runs, cli, hub_class, t
         assert bad.returncode == 1 and "missing or invalid token" in bad.stderr
     finally:
         server.stop()
+
+
+
+def test_a_hostile_label_is_text_on_the_page(hub):
+    """Labels, names and descriptions are not the hub's own: the page escapes them (the real server, a
+    board of its own written straight into the hub's database)."""
+    import httpx
+
+    db = HubDB(hub.db)
+    db.add_pack("evil", "sha256:" + "1" * 64, "1", "<b>desc</b>", b"")
+    db.add_submission(submitter="eve", status="accepted", pack_id="evil", content_hash="sha256:" + "1" * 64,
+                      run_id="r", run_hash="h", label="<script>alert(1)</script>", episodes=4, passed=2,
+                      details={"provenance": {"split": "<img src=x onerror=alert(2)>"}})
+    db.close()
+    page = httpx.get(hub.url + "/packs/evil").text
+    assert "<script>alert(1)" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "<img src=x" not in page and "<b>desc</b>" not in page
+    assert "<script>" not in httpx.get(hub.url + "/packs/%3Cscript%3E").text
