@@ -15,6 +15,7 @@ import nox
 
 ROOT = Path(__file__).parent
 PLUGINS = sorted(p.parent.name for p in ROOT.glob("plugins/*/pyproject.toml") if not p.parent.name.startswith("_"))
+PACKS = sorted(p.parent.name for p in ROOT.glob("packs/*/pyproject.toml"))  # pack distributions (no code)
 
 # llama-cpp-python (agentsynth-local) is source-only on PyPI: scripts/setup.sh builds its wheel once into
 # this wheelhouse, and every venv installs it from there instead of compiling it again (6 min each)
@@ -79,9 +80,27 @@ def _test_install_no_deps(plugin: str) -> list[str]:
 
 
 @nox.session(tags=["tests"])
+@nox.parametrize("pack", PACKS, ids=PACKS)
+def pack(session: nox.Session, pack: str) -> None:
+    """A pack distribution installed on its own (with the plugins it depends on) passes every gate
+    of ``pack validate`` and its oracle's bench."""
+    import re
+
+    project = tomllib.loads((ROOT / "packs" / pack / "pyproject.toml").read_text())["project"]
+    needs = [re.split(r"[\s<>=!~;\[]", dep, maxsplit=1)[0] for dep in project.get("dependencies", [])]
+    local = [a for name in needs if (ROOT / "plugins" / name).is_dir() for a in ("-e", f"plugins/{name}")]
+    session.install("-e", ".", *local, "-e", f"packs/{pack}")
+    for name in project.get("entry-points", {}).get("agentsynth", {}):
+        session.run("agentsynth", "pack", "validate", name, env=TEST_ENV)
+        session.run("agentsynth", "bench", "--pack", name, "--policy", "oracle", "--min-pass-rate", "100%", "-q",
+                    env=TEST_ENV)
+
+
+@nox.session(tags=["tests"])
 def together(session: nox.Session) -> None:
     """Every plugin installed at once: catches hook and name conflicts between plugins."""
-    session.install("-e", ".[test,litellm]", *[a for p in PLUGINS for a in ("-e", f"plugins/{p}[test]")])
+    session.install("-e", ".[test,litellm]", *[a for p in PLUGINS for a in ("-e", f"plugins/{p}[test]")],
+                    *[a for p in PACKS for a in ("-e", f"packs/{p}")])
     session.run("agentsynth", "plugins", env=TEST_ENV)
     session.run("pytest", "tests/integration", *_junit("together"), *session.posargs, env=TEST_ENV)
 

@@ -21,6 +21,7 @@ import os
 import sys
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -87,6 +88,28 @@ def _env_list(name: str) -> list[str] | None:
     return [v.strip() for v in value.split(",") if v.strip()]
 
 
+def _pack_distribution(module: Any) -> Path | None:
+    """The pack directory of a *pack distribution* (``pip install agentsynth-pack-NAME``): an
+    entry point naming a package that holds ``pack.yaml`` and implements no hook. A pack author
+    publishes a pack without writing a plugin; its version and content hash travel with results."""
+    location = getattr(module, "__file__", None)
+    if not location or any(hasattr(getattr(module, n, None), "agentsynth_impl") for n in dir(module)):
+        return None
+    directory = Path(location).parent
+    return directory if (directory / "pack.yaml").is_file() else None
+
+
+class _PackDistribution:
+    """Registers a pack distribution's pack under its entry-point name."""
+
+    def __init__(self, name: str, directory: Path, distribution: str) -> None:
+        self.name, self.directory, self.distribution = name, directory, distribution
+
+    @hookspecs.hookimpl
+    def register_packs(self, register: Any) -> None:
+        register(self.name, self.directory, description=f"pack distribution {self.distribution}")
+
+
 class PluginHost:
     """The loaded plugin manager plus the registry built from its hooks."""
 
@@ -125,6 +148,9 @@ class PluginHost:
                 info.errors.append(f"failed to import {ep.value!r}: {type(exc).__name__}: {exc}")
                 log.warning("agentsynth plugin %r (%s) failed to import: %s", ep.name, dist, exc)
                 continue
+            pack_dir = _pack_distribution(module)
+            if pack_dir is not None:  # a pack published on its own: no code, a pack.yaml in the package
+                module = _PackDistribution(ep.name, pack_dir, dist)
             self.add_plugin(module, ep.name, info=info, register_components=False)
         self._check_pending()
         for name in list(self._order):

@@ -216,3 +216,35 @@ def test_the_plugin_listing_is_cached_and_a_cached_listing_imports_no_plugin(tmp
     finally:
         os.utime(source, ns=(stat.st_atime_ns, stat.st_mtime_ns))
     assert edited == first and "agentsynth_testworld" in edited_imports
+
+
+def test_a_pack_distribution_registers_its_pack_without_any_code(tmp_path, host):
+    """`pip install agentsynth-pack-NAME`: an entry point naming a package with pack.yaml and no hooks."""
+    import types
+
+    from agentsynth_kernel import load_pack
+    from agentsynth_kernel.plugins import _pack_distribution, _PackDistribution
+
+    package = tmp_path / "agentsynth_pack_demo"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "pack.yaml").write_text(
+        "id: demo\nenvironment: {type: kv}\ntasks:\n"
+        "  - {id: t, instruction: x, checkers: [{type: kv_equals, key: a, value: '1'}]}\n")
+    module = types.ModuleType("agentsynth_pack_demo")
+    module.__file__ = str(package / "__init__.py")
+    assert _pack_distribution(module) == package
+    with_hooks = types.ModuleType("agentsynth_other")
+    with_hooks.__file__ = str(package / "__init__.py")
+    with_hooks.register_packs = hookimpl(lambda register: None)
+    assert _pack_distribution(with_hooks) is None  # a plugin registers its packs itself
+    bare = types.ModuleType("agentsynth_bare")
+    bare.__file__ = str(tmp_path / "__init__.py")
+    assert _pack_distribution(bare) is None  # no pack.yaml: an ordinary (if empty) plugin
+    info = host.add_plugin(_PackDistribution("demo", package, "agentsynth-pack-demo"), "demo")
+    try:
+        assert info.errors == [] and info.registered == {"pack": ["demo"]}
+        pack = load_pack("demo", host=host)
+        assert pack.id == "demo" and pack.content_hash and [t.id for t in pack.tasks] == ["t"]
+    finally:
+        host.remove_plugin("demo")

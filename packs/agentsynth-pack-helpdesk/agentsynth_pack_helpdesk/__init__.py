@@ -1,0 +1,1 @@
+"""The helpdesk pack: pack.yaml, oracle.py and schema.sql live next to this file (no code)."""
