@@ -16,28 +16,43 @@ from .errors import AgentsynthError
 
 _locks_guard = threading.Lock()
 _locks: dict[str, threading.RLock] = {}  # one per file: a file that hangs at import blocks only itself
-_by_path: dict[str, ModuleType] = {}
+_by_path: dict[str, tuple[ModuleType, tuple[int, int]]] = {}  # path -> (module, its file's mtime and size)
+
+
+def _stamp(path: Path) -> tuple[int, int]:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return (0, 0)
+    return (st.st_mtime_ns, st.st_size)
 
 
 def import_file(path: Path) -> ModuleType:
-    """Import a Python file as a module (cached by resolved path, so it runs once per process).
+    """Import a Python file as a module (cached by path and imported again when the file changes,
+    so a long-lived ``agentsynth serve`` sees an edited oracle; otherwise it runs once per process).
 
     Thread-safe: episodes running on worker threads never see a half-executed module, and a file
     that hangs at import (an oracle stuck in a loop) holds up only the episodes that import it."""
-    module = _by_path.get(str(path))  # the common case: no path resolution, no hashing
-    if module is not None:
-        return module
+    key = str(path)
+    cached = _by_path.get(key)  # the common case: one stat, no path resolution, no hashing
+    stamp = _stamp(path)
+    if cached is not None and cached[1] == stamp:
+        return cached[0]
     with _locks_guard:
-        lock = _locks.setdefault(str(path), threading.RLock())
+        lock = _locks.setdefault(key, threading.RLock())
     with lock:
-        module = _by_path.get(str(path))
-        if module is None:
-            module = _by_path[str(path)] = _import_file(path.resolve())
-        return module
+        cached = _by_path.get(key)
+        if cached is None or cached[1] != stamp:
+            module = _import_file(path.resolve(), fresh=cached is not None)
+            _by_path[key] = (module, stamp)
+            return module
+        return cached[0]
 
 
-def _import_file(path: Path) -> ModuleType:
+def _import_file(path: Path, *, fresh: bool = False) -> ModuleType:
     name = "agentsynth_user_" + hashlib.sha1(str(path).encode()).hexdigest()[:12]
+    if fresh:  # the file changed since it was imported
+        sys.modules.pop(name, None)
     module = sys.modules.get(name)
     if module is not None:
         return module

@@ -225,3 +225,37 @@ def test_a_checker_decides_from_its_parameters_whether_it_reads_the_world(host):
     host.add_plugin(P(), "wrapper-test")
     assert is_world_state(ComponentSpec("hk_wrapper", {"inner": "state"}), host)
     assert not is_world_state(ComponentSpec("hk_wrapper", {"inner": "answer"}), host)
+
+
+def test_pack_teach_writes_the_oracle_episodes_as_gold_sft_records(cli, kv_spec, write, tmp_path):
+    write("kvpack/oracle.py", """
+ORACLE = {
+    "set-b": [{"tool": "set", "arguments": {"key": "b", "value": "2"}}, {"answer": "done"}],
+    "del-a": [{"tool": "delete", "arguments": {"key": "a"}}, {"answer": "deleted"}],
+}
+""")
+    write("kvpack/pack.yaml", """
+id: kvpack
+environment: {type: kv, initial: {a: "1"}}
+tasks:
+  - {id: set-b, instruction: Set b to 2, split: train, checkers: [{type: kv_equals, key: b, value: "2"}]}
+  - {id: del-a, instruction: Delete a, split: test, checkers: [{type: kv_equals, key: a, value: null}]}
+""")
+    code, out, err = cli("pack", "teach", "kvpack", "-o", "gold/train.jsonl")
+    assert code == 0, err
+    import json
+
+    records = [json.loads(line) for line in (tmp_path / "gold" / "train.jsonl").read_text().splitlines()]
+    assert [r["task_id"] for r in records] == ["set-b"]  # the test split stays out of training data
+    messages = records[0]["messages"]
+    assert messages[-1] == {"role": "assistant", "content": "done"}
+    call = next(m for m in messages if m.get("tool_calls"))["tool_calls"][0]["function"]
+    assert call["name"] == "set" and json.loads(call["arguments"]) == {"key": "b", "value": "2"}
+    assert {t["function"]["name"] for t in records[0]["tools"]} >= {"set", "delete"}
+    assert records[0]["verified"] == ["kv_equals"] and records[0]["split"] == "train"
+    code, _, err = cli("pack", "teach", "kvpack", "-o", "all.jsonl", "--split", "all")
+    assert code == 0 and len((tmp_path / "all.jsonl").read_text().splitlines()) == 2
+    # an edited oracle is imported again in the same process (a long-lived `agentsynth serve`)
+    write("kvpack/oracle.py", 'ORACLE = {"set-b": [{"answer": "done"}], "del-a": [{"answer": "no"}]}\n')
+    code, _, err = cli("pack", "teach", "kvpack", "-o", "bad.jsonl")
+    assert code == 1 and "the oracle did not pass set-b" in err

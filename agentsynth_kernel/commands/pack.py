@@ -242,6 +242,51 @@ def _print_audit(report: Any, min_robustness: float) -> None:
 # --- list -----------------------------------------------------------------------------------------
 
 
+@pack.command("teach")
+@click.argument("ref", metavar="PATH|NAME")
+@click.option("-o", "--out", "out", required=True, type=click.Path(path_type=Path), help="The JSONL file to write.")
+@click.option("--split", type=click.Choice(["train", "test", "all"]), default="train", show_default=True,
+              help="Training data leaves the test split out unless asked.")
+@click.option("-k", "--trials", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Episodes per task (seeds differ: worlds with random seeds give varied trajectories).")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=60.0, show_default=True)
+def teach(ref: str, out: Path, split: str, trials: int, seed: int, timeout: float) -> None:
+    """The pack's oracle episodes as gold SFT trajectories (OpenAI chat messages with tool calls and
+    the tool schemas, TRL's conversational format), one JSON line per passing episode, checked on
+    the world like any other. Exit status 1 if the oracle failed a task (it is left out and named)."""
+    from ..engine import run as run_spec
+    from ..plugins import get_host
+    from ..records import to_openai_messages
+    from ..secrets import redact_text
+    from ..spec import ComponentSpec, RunSpec, load_pack
+
+    pack_obj = load_pack(ref, host=get_host())
+    if pack_obj.oracle_path is None or not pack_obj.oracle_path.is_file():
+        raise click.ClickException(f"{pack_obj.source}: the pack has no oracle (add oracle.py next to pack.yaml)")
+    spec = RunSpec(policy=ComponentSpec("oracle"), split=split, trials=trials, seed=seed, timeout=timeout)
+    report = run_spec(spec, pack_obj)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    written, failed = 0, []
+    with out.open("w", encoding="utf-8") as fp:
+        for result in report.results:
+            if not result.passed or result.trajectory is None:
+                failed.append(f"{result.task_id} (trial {result.trial}): {result.why}")
+                continue
+            traj = result.trajectory
+            record = {"messages": to_openai_messages(traj), "tools": [t.to_openai() for t in traj.tools],
+                      "task_id": result.task_id, "split": result.split, "tier": result.tier, "seed": result.seed,
+                      "pack": pack_obj.id, "pack_hash": pack_obj.content_hash, "source": "oracle",
+                      "verified": [v.checker for v in result.verdicts if v.passed]}
+            fp.write(redact_text(json.dumps(record, ensure_ascii=False)) + "\n")
+            written += 1
+    click.echo(f"wrote {written} gold trajectories of pack {pack_obj.id!r} ({split} split) to {out}")
+    for line in failed:
+        click.echo(f"error: the oracle did not pass {line}", err=True)
+    if failed:
+        sys.exit(1)
+
+
 @pack.command("list")
 def list_packs() -> None:
     """The packs installed plugins ship (use them by name: --pack NAME)."""
