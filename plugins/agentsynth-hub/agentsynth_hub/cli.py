@@ -154,24 +154,17 @@ def submit(ctx: click.Context, run_dir: Path, url: str, label: str, as_json: boo
     """Submit RUN_DIR (report, episodes, provenance) to a hub; the token comes from $AGENTSYNTH_HUB_TOKEN.
 
     Exit status: 0 accepted, 1 refused (the reason is printed)."""
-    from .client import build_submission, encode, post, token_from_env
+    from .remote import submit_run
 
-    token_value = token_from_env()
-    body = encode(build_submission(run_dir, label=label))
-    status, answer = post(url, body, token=token_value)
+    outcome = submit_run(run_dir, url, label=label)
     if as_json:
-        click.echo(json.dumps({"status_code": status, **answer}, indent=2))
-    if status == 201:
-        if not as_json:
-            tied = " (statistically tied)" if answer.get("tied") else ""
-            low, high = answer["ci95"]
-            click.echo(f"accepted as submission #{answer['submission']}: rank {answer['rank']}{tied}, pass rate"
-                       f" {answer['pass_rate']:.1%} (95% CI {low:.1%}-{high:.1%}), {answer['replayed']} episode(s)"
-                       f" replayed\n{answer['leaderboard']}")
-        return
-    if not as_json:
-        click.echo(f"error: {url}: {answer.get('error', status)} (HTTP {status})", err=True)
-    ctx.exit(1)
+        click.echo(json.dumps({"status_code": outcome["status_code"], **outcome["answer"]}, indent=2))
+    elif outcome["accepted"]:
+        click.echo(outcome["message"])
+    else:
+        click.echo(f"error: {outcome['message']}", err=True)
+    if not outcome["accepted"]:
+        ctx.exit(1)
 
 
 @hub.command()
@@ -181,34 +174,7 @@ def submit(ctx: click.Context, run_dir: Path, url: str, label: str, as_json: boo
 @click.option("--hash", "content_hash", help="This version (default: the newest).")
 def pull(pack_id: str, url: str, output: Path | None, content_hash: str | None) -> None:
     """Download a pack from a hub into a directory (its content hash is checked)."""
-    import io
-    import tarfile
+    from .remote import fetch_pack
 
-    import httpx
-
-    from agentsynth_kernel.spec import load_pack
-
-    base = url.rstrip("/")
-    try:
-        listing = httpx.get(f"{base}/api/packs/{pack_id}", timeout=60)
-        if listing.status_code == 404:
-            raise AgentsynthError(f"{url}: {listing.json().get('error')}")
-        listing.raise_for_status()
-        versions = listing.json()["versions"]
-        chosen = next((v for v in versions if v["content_hash"] == content_hash), None) if content_hash else versions[-1]
-        if chosen is None:
-            raise AgentsynthError(f"{url}: {pack_id} has no version {content_hash}")
-        archive = httpx.get(f"{base}/api/packs/{pack_id}/{chosen['content_hash']}.tar.gz", timeout=300)
-        archive.raise_for_status()
-    except httpx.HTTPError as exc:
-        raise AgentsynthError(f"{url}: {type(exc).__name__}: {exc}") from None
-    output = output or Path(pack_id)
-    if output.exists() and any(output.iterdir()):
-        raise AgentsynthError(f"{output}: exists and is not empty")
-    output.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(fileobj=io.BytesIO(archive.content), mode="r:gz") as tar:
-        tar.extractall(output, filter="data")
-    pack = load_pack(output, validate=False)
-    if pack.content_hash != chosen["content_hash"]:
-        raise AgentsynthError(f"{output}: files hash to {pack.content_hash}, the hub said {chosen['content_hash']}")
-    click.echo(f"pulled {pack_id} {pack.content_hash} into {output}")
+    path, digest = fetch_pack(pack_id, url, output or Path(pack_id), content_hash)
+    click.echo(f"pulled {pack_id} {digest} into {path}")

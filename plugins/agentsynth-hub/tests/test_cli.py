@@ -71,3 +71,16 @@ def test_serve_on_a_busy_port(cli, hub, tmp_path):
     port = hub.url.rsplit(":", 1)[1]
     r = cli("hub", "serve", "--db", str(tmp_path / "b.sqlite"), "--port", port, timeout=60)
     assert r.returncode != 0 and f"cannot listen on 127.0.0.1:{port}" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_resolving_a_pack_through_the_hub(hub, tmp_path):
+    """What `--hub URL` would do for a pack name that is not installed (the kernel hook requested)."""
+    from agentsynth_hub.remote import resolve_remote_pack
+    from agentsynth_kernel.spec import load_pack
+
+    path = resolve_remote_pack("core", hub.url, cache=tmp_path / "cache")
+    assert path is not None and path.name == "core" and (path / "pack.yaml").is_file()
+    assert load_pack(path).content_hash == load_pack("core").content_hash
+    assert path.parent.name == load_pack("core").content_hash.replace(":", "-")
+    assert resolve_remote_pack("core", hub.url, cache=tmp_path / "cache") == path  # cached by hash
+    assert resolve_remote_pack("no-such-pack", hub.url, cache=tmp_path / "cache") is None

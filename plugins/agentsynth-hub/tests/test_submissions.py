@@ -140,7 +140,7 @@ def test_pack_names_that_are_paths(hub, runs, key, value, message):
 def test_an_unknown_pack(hub, runs):
     payload = build_submission(runs["oracle_t"])
     payload["meta"]["pack"]["id"] = "secret-pack"
-    _refused(hub, payload, "pack", "pack 'secret-pack' is not on this hub (it has: core)")
+    _refused(hub, payload, "pack", "pack 'secret-pack' is not on this hub (it has: core")
 
 
 def test_an_edited_spec_breaks_the_run_hash(hub, runs):
