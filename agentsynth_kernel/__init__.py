@@ -39,7 +39,7 @@ PUBLIC: dict[str, tuple[str, ...]] = {
         "StageError", "attribute", "cap_observation", "replay_episode", "run_episode",
     ),
     "errors": ("AgentsynthError", "BudgetExceeded", "PluginError", "SpecError", "did_you_mean"),
-    "hookspecs": ("hookimpl",),
+    "hookspecs": ("Register", "hookimpl"),
     "importing": ("CodeRef", "absolute_code_ref", "import_file", "import_object"),
     "llm": (
         "LEDGER_KEY", "BudgetLedger", "BudgetUnenforceable", "LLMClient", "LLMError", "Reservation", "client_for",
@@ -47,9 +47,9 @@ PUBLIC: dict[str, tuple[str, ...]] = {
     ),
     "plugins": ("PluginHost", "get_host", "get_plugin_manager", "reset_plugins"),
     "records": (
-        "SCHEMA_VERSION", "Action", "Answer", "EpisodeResult", "Message", "Observation", "Step", "ToolCall",
-        "ToolSpec", "Trajectory", "Usage", "Verdict", "from_json", "read_jsonl", "to_builtins", "to_json",
-        "to_openai_messages", "write_jsonl",
+        "SCHEMA_VERSION", "Status", "Action", "Answer", "EpisodeResult", "Message", "Observation", "Step",
+        "ToolCall", "ToolSpec", "Trajectory", "Usage", "Verdict", "from_json", "read_jsonl", "to_builtins",
+        "to_json", "to_openai_messages", "write_jsonl",
     ),
     "report": ("INFRA_KINDS", "summarize", "summarize_results", "write_json"),
     "results": ("ResultSet", "Tally"),
@@ -266,6 +266,9 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_public_api.py
         did_you_mean as did_you_mean,
     )
     from .hookspecs import (
+        Register as Register,
+    )
+    from .hookspecs import (
         hookimpl as hookimpl,
     )
     from .importing import (
@@ -336,6 +339,9 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_public_api.py
     )
     from .records import (
         Observation as Observation,
+    )
+    from .records import (
+        Status as Status,
     )
     from .records import (
         Step as Step,

@@ -22,7 +22,7 @@ import attrs
 from .components import EpisodeState, normalize_actions
 from .errors import BudgetExceeded
 from .plugins import PluginHost
-from .records import Answer, EpisodeResult, Observation, Step, ToolCall, Trajectory, Usage, Verdict
+from .records import Answer, EpisodeResult, Observation, Status, Step, ToolCall, Trajectory, Usage, Verdict
 from .spec import ComponentSpec, Pack, Task, build
 
 
@@ -254,7 +254,7 @@ class Episode:
         return build(kind, cspec, host=self.host, base_dir=self.pack.base_dir, task=self.task, pack=self.pack,
                      run=self.run)
 
-    async def play(self) -> str:
+    async def play(self) -> Status:
         """Run the episode to its verdict; returns ``passed`` or ``failed``. Raises StageError."""
         task, traj = self.task, self.trajectory
         self.env = env = self._build("environment", self.pack.task_environment(task))
@@ -329,7 +329,7 @@ class Episode:
         except Exception:
             self.on_step = None
 
-    async def check(self) -> str:
+    async def check(self) -> Status:
         checks = self.pack.task_checkers(self.task)
         if not checks:
             raise StageError("checker", ValueError(f"task {self.task.id!r} has no checkers"))
@@ -390,7 +390,7 @@ class Episode:
         finally:
             self.worker.stop()
 
-    def result(self, status: str, *, error: str = "", error_kind: str = "", duration: float = 0.0) -> EpisodeResult:
+    def result(self, status: Status, *, error: str = "", error_kind: str = "", duration: float = 0.0) -> EpisodeResult:
         return EpisodeResult(
             task_id=self.task.id, trial=self.trial, seed=self.seed, status=status, trajectory=self.trajectory,
             verdicts=self.verdicts, error=error, error_kind=error_kind, duration_s=duration, usage=self.usage,
@@ -430,7 +430,8 @@ async def run_episode(
     """
     episode = Episode(host, pack, task, trial, seed, config, run, on_step)
     started = time.perf_counter()
-    status, error, kind = "failed", "", ""
+    status: Status = "failed"
+    error, kind = "", ""
     try:
         status = await asyncio.wait_for(episode.play(), timeout=config.timeout)
         kind = "" if status == "passed" else "agent"

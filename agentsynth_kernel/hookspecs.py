@@ -20,7 +20,7 @@ is what run specs use as ``type:``. ``register`` validates what it is given,
 refuses a name another plugin already took (the error names both), and
 records which plugin registered what (``agentsynth plugins`` shows it).
 
-The signature of every ``register`` callback is::
+The signature of every ``register`` callback (the :class:`Register` protocol) is::
 
     register(name: str, factory: Callable[..., Component], /, *,
              description: str = "", spec_cls: type | None = None) -> None
@@ -42,7 +42,7 @@ other plugins keep working.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pluggy
 
@@ -55,6 +55,13 @@ if TYPE_CHECKING:
     from .testing.adversarial import Exploit, PerturbedTask
 
 hookspec = pluggy.HookspecMarker("agentsynth")
+
+
+class Register(Protocol):
+    """The ``register`` callback every ``register_<kind>s`` hook receives (see the module docstring)."""
+
+    def __call__(self, name: str, factory: Any, /, *, description: str = "",
+                 spec_cls: type | None = None) -> None: ...
 hookimpl = pluggy.HookimplMarker("agentsynth")
 
 
@@ -62,7 +69,7 @@ hookimpl = pluggy.HookimplMarker("agentsynth")
 
 
 @hookspec
-def register_environments(register: Any) -> None:
+def register_environments(register: Register) -> None:
     """Register :class:`~agentsynth_kernel.components.Environment` factories.
 
     Returns nothing; call ``register(name, factory, ...)`` once per environment.
@@ -76,7 +83,7 @@ def register_environments(register: Any) -> None:
 
 
 @hookspec
-def register_checkers(register: Any) -> None:
+def register_checkers(register: Register) -> None:
     """Register :class:`~agentsynth_kernel.components.Checker` factories.
 
     Example::
@@ -88,7 +95,7 @@ def register_checkers(register: Any) -> None:
 
 
 @hookspec
-def register_policies(register: Any) -> None:
+def register_policies(register: Register) -> None:
     """Register :class:`~agentsynth_kernel.components.Policy` factories (agents).
 
     A policy factory is called once per episode. If it accepts ``task`` or
@@ -104,7 +111,7 @@ def register_policies(register: Any) -> None:
 
 
 @hookspec
-def register_judges(register: Any) -> None:
+def register_judges(register: Register) -> None:
     """Register :class:`~agentsynth_kernel.components.Judge` factories.
 
     Example::
@@ -116,7 +123,7 @@ def register_judges(register: Any) -> None:
 
 
 @hookspec
-def register_generators(register: Any) -> None:
+def register_generators(register: Register) -> None:
     """Register :class:`~agentsynth_kernel.components.Generator` factories.
 
     Example::
@@ -128,7 +135,7 @@ def register_generators(register: Any) -> None:
 
 
 @hookspec
-def register_exporters(register: Any) -> None:
+def register_exporters(register: Register) -> None:
     """Register :class:`~agentsynth_kernel.components.Exporter` factories (training-data formats).
 
     Example::
@@ -140,7 +147,7 @@ def register_exporters(register: Any) -> None:
 
 
 @hookspec
-def register_importers(register: Any) -> None:
+def register_importers(register: Register) -> None:
     """Register :class:`~agentsynth_kernel.components.Importer` factories (foreign trace formats).
 
     Example::
@@ -152,7 +159,7 @@ def register_importers(register: Any) -> None:
 
 
 @hookspec
-def register_domains(register: Any) -> None:
+def register_domains(register: Register) -> None:
     """Register :class:`~agentsynth_kernel.components.Domain` factories: text-only task families
     (QA from documents, math word problems ...) for generators that need no world.
 
@@ -165,7 +172,7 @@ def register_domains(register: Any) -> None:
 
 
 @hookspec
-def register_executors(register: Any) -> None:
+def register_executors(register: Register) -> None:
     """Register :class:`~agentsynth_kernel.components.Executor` factories: where episodes run.
 
     A spec selects one with ``executor: {type: NAME, ...}`` (or ``--executor NAME``); the
@@ -180,7 +187,7 @@ def register_executors(register: Any) -> None:
 
 
 @hookspec
-def register_packs(register: Any) -> None:
+def register_packs(register: Register) -> None:
     """Register scenario packs a plugin ships, by name.
 
     ``register(name, path, /, *, description="")`` where ``path`` is a pack

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import IO, Any, TypeVar
+from typing import IO, Any, Literal, TypeVar
 
 import msgspec
 
@@ -145,6 +145,11 @@ class Verdict(msgspec.Struct, omit_defaults=True):
     data: Any = None
 
 
+# what checkers decided (passed / failed) or that the episode could not be completed (error);
+# decoding a stored result validates it
+Status = Literal["passed", "failed", "error"]
+
+
 class EpisodeResult(msgspec.Struct, omit_defaults=True):
     """The outcome of one (task, trial, seed) episode.
 
@@ -156,7 +161,7 @@ class EpisodeResult(msgspec.Struct, omit_defaults=True):
     task_id: str
     trial: int
     seed: int
-    status: str
+    status: Status
     trajectory: Trajectory | None = None
     verdicts: list[Verdict] = msgspec.field(default_factory=list)
     error: str = ""
