@@ -27,7 +27,7 @@ def _yaml_str(value: str) -> str:
 
 def run_facts(run_dir: Path) -> dict[str, Any]:
     """What the card states about the run: its meta and the verdict counts of every stored episode."""
-    from agentsynth_kernel.store import RunStore
+    from agentsynth_kernel import RunStore
 
     store = RunStore(run_dir, create=False)
     try:

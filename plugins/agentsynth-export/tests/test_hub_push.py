@@ -130,7 +130,7 @@ def standin():
 @pytest.fixture
 def spec_run(run_dir: Path) -> Path:
     """The conftest run, with the spec and hashes `agentsynth run` stores."""
-    from agentsynth_kernel.store import RunStore
+    from agentsynth_kernel import RunStore
 
     store = RunStore(run_dir, create=False)
     store.set_meta("spec", {"pack": "kv", "split": "train", "policy": {"type": "llm", "model": "openai/gpt-4o-mini"},

@@ -18,9 +18,7 @@ TOKEN_ENV = "AGENTSYNTH_HUB_TOKEN"
 def build_submission(run_dir: Path, *, label: str = "") -> dict[str, Any]:
     """What a run directory submits: its stored meta, its status summary and every episode, as
     stored (secrets were redacted when they were written)."""
-    from agentsynth_kernel.commands.runs import run_status
-    from agentsynth_kernel.records import to_builtins
-    from agentsynth_kernel.store import RunStore
+    from agentsynth_kernel import RunStore, run_status, to_builtins
 
     store = RunStore(Path(run_dir), create=False)
     try:

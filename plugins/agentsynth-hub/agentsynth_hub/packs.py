@@ -35,7 +35,7 @@ def archive_pack(base_dir: Path) -> bytes:
 
 def add_pack(db: HubDB, ref: str) -> dict[str, Any]:
     """Store a pack (a registered name or a path) on the hub; returns its record."""
-    from agentsynth_kernel.spec import load_pack
+    from agentsynth_kernel import load_pack
 
     pack = load_pack(ref)
     if pack.source.endswith("pack.yaml") is False:
@@ -66,7 +66,7 @@ def materialize(db: HubDB, pack_id: str, content_hash: str, cache: Path) -> Path
 
 def load_stored_pack(db: HubDB, pack_id: str, content_hash: str, cache: Path) -> Any:
     """The hub's pack object for a stored version; its content hash is checked after extraction."""
-    from agentsynth_kernel.spec import load_pack
+    from agentsynth_kernel import load_pack
 
     path = materialize(db, pack_id, content_hash, cache)
     if path is None:

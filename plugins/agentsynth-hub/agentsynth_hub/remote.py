@@ -38,7 +38,7 @@ def fetch_pack(pack_id: str, url: str, output: Path, content_hash: str | None = 
     """Download a stored pack version (the newest by default) into ``output``; its hash is checked."""
     import httpx
 
-    from agentsynth_kernel.spec import load_pack
+    from agentsynth_kernel import load_pack
 
     base = url.rstrip("/")
     try:

@@ -60,7 +60,7 @@ def boards(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def leaderboard(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Rank accepted submissions by pass rate; an entry whose Wilson 95 % interval overlaps the
     leader's shares rank 1 ("statistically tied"), the others take their position."""
-    from agentsynth_kernel.stats import wilson_interval
+    from agentsynth_kernel import wilson_interval
 
     rows = []
     for e in entries:

@@ -79,7 +79,7 @@ def world_distributions(pack: Any, host: Any) -> set[str]:
 
 
 def decode_episodes(raw: list[Any]) -> list[EpisodeResult]:
-    from agentsynth_kernel.records import from_json
+    from agentsynth_kernel import from_json
 
     out = []
     for i, item in enumerate(raw):
@@ -103,10 +103,17 @@ def choose_sample(episodes: list[EpisodeResult], sample: int, rng: random.Random
 async def check_submission(payload: Any, *, db: HubDB, cache: Path, sample: int = 8,
                            rng: random.Random | None = None) -> dict[str, Any]:
     """Check a submission; returns what the hub records for an accepted one, raises :class:`Refused`."""
-    from agentsynth_kernel import get_host
-    from agentsynth_kernel.engine import Plan, pack_record, run_hash, versions
-    from agentsynth_kernel.report import summarize_results
-    from agentsynth_kernel.spec import RunSpec, select_tasks, structure
+    from agentsynth_kernel import (
+        Plan,
+        RunSpec,
+        get_host,
+        pack_record,
+        run_hash,
+        select_tasks,
+        structure,
+        summarize_results,
+        versions,
+    )
 
     host = get_host()
     rng = rng or random.SystemRandom()
@@ -256,7 +263,7 @@ def episodes_digest(episodes: list[EpisodeResult]) -> str:
     """sha256 over the episodes in key order: keys, statuses and trajectories without wall-clock times."""
     import hashlib
 
-    from agentsynth_kernel.engine import trajectory_bytes
+    from agentsynth_kernel import trajectory_bytes
 
     h = hashlib.sha256()
     for ep in sorted(episodes, key=lambda e: e.key):
@@ -276,9 +283,7 @@ async def replay_sample(chosen: list[EpisodeResult], spec_data: dict[str, Any], 
                         cache: Path) -> dict[str, Any]:
     """The kernel's ``verify`` over a scratch run directory that holds only the sampled episodes,
     its spec pointing at the hub's copy of the pack."""
-    from agentsynth_kernel.commands.runs import verify_run
-    from agentsynth_kernel.engine import pack_record
-    from agentsynth_kernel.store import RunStore
+    from agentsynth_kernel import RunStore, pack_record, verify_run
 
     with tempfile.TemporaryDirectory(prefix="hub-verify-", dir=cache) as tmp:
         run_dir = Path(tmp) / "run"

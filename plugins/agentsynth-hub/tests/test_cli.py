@@ -76,7 +76,7 @@ def test_serve_on_a_busy_port(cli, hub, tmp_path):
 def test_resolving_a_pack_through_the_hub(hub, tmp_path):
     """What `--hub URL` would do for a pack name that is not installed (the kernel hook requested)."""
     from agentsynth_hub.remote import resolve_remote_pack
-    from agentsynth_kernel.spec import load_pack
+    from agentsynth_kernel import load_pack
 
     path = resolve_remote_pack("core", hub.url, cache=tmp_path / "cache")
     assert path is not None and path.name == "core" and (path / "pack.yaml").is_file()

@@ -24,9 +24,7 @@ def post(hub, payload, token="alice", **kw):
 
 def resummarize(payload):
     """Make a tampered payload's summary agree with its (tampered) episodes, as a careful cheat would."""
-    from agentsynth_kernel import EpisodeResult
-    from agentsynth_kernel.records import from_json
-    from agentsynth_kernel.report import summarize_results
+    from agentsynth_kernel import EpisodeResult, from_json, summarize_results
 
     eps = [from_json(json.dumps(e), EpisodeResult) for e in payload["episodes"]]
     s = summarize_results(eps, run_id="", pack={}, policy={}, trials=1, seed=0, planned=len(eps))
@@ -157,8 +155,7 @@ def test_edited_versions_break_the_run_hash_or_are_refused(hub, runs):
 
 def rehash(payload):
     """Recompute the run hash as a careful cheat would (it is a checksum, not a signature)."""
-    from agentsynth_kernel.engine import Plan, pack_record, run_hash
-    from agentsynth_kernel.spec import RunSpec, load_pack, select_tasks, structure
+    from agentsynth_kernel import Plan, RunSpec, load_pack, pack_record, run_hash, select_tasks, structure
 
     pack = load_pack("core")
     spec = structure(payload["meta"]["spec"], RunSpec, source="test")
