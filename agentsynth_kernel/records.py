@@ -145,16 +145,17 @@ class Verdict(msgspec.Struct, omit_defaults=True):
     data: Any = None
 
 
-# what checkers decided (passed / failed) or that the episode could not be completed (error);
-# decoding a stored result validates it
-Status = Literal["passed", "failed", "error"]
+# what checkers decided (passed / failed), that the episode could not be completed (error), or
+# that nothing checked it (unverified: a trace imported from elsewhere); decoding validates it
+Status = Literal["passed", "failed", "error", "unverified"]
 
 
 class EpisodeResult(msgspec.Struct, omit_defaults=True):
     """The outcome of one (task, trial, seed) episode.
 
-    ``status`` is ``passed`` or ``failed`` (checkers decided) or ``error`` (the
-    episode could not be completed); ``error_kind`` says who failed: ``agent``,
+    ``status`` is ``passed`` or ``failed`` (checkers decided), ``error`` (the
+    episode could not be completed) or ``unverified`` (an imported trace nothing
+    checked); ``error_kind`` says who failed: ``agent``,
     ``environment``, ``checker``, ``policy``, ``provider``, ``timeout``, ``budget``.
     """
 
