@@ -12,8 +12,7 @@ from typing import Any
 
 import click
 
-from agentsynth_kernel import AgentsynthError
-from agentsynth_kernel.records import EpisodeResult, Trajectory, Usage
+from agentsynth_kernel import AgentsynthError, EpisodeResult, Trajectory, Usage
 
 from . import __version__
 
@@ -24,7 +23,7 @@ COMMIT_EVERY = 500
 
 def open_run(run_dir: Path) -> Any:
     """An existing run store; a clean error if ``run_dir`` is not one."""
-    from agentsynth_kernel.store import STORE_FILE, RunStore
+    from agentsynth_kernel import STORE_FILE, RunStore
 
     if not run_dir.is_dir():
         raise AgentsynthError(f"{run_dir}: no such run directory")
@@ -35,7 +34,7 @@ def open_run(run_dir: Path) -> Any:
 
 def new_run(run_dir: Path) -> Any:
     """A fresh run store; refuses one that already holds episodes."""
-    from agentsynth_kernel.store import RunStore
+    from agentsynth_kernel import RunStore
 
     store = RunStore(run_dir)
     if store.count():
@@ -98,8 +97,7 @@ def export_cmd(run_dir: Path, fmt: str, output: Path, filter_: str | None, inclu
                canary: str | None, dedup: bool, threshold: float | None, decontaminate: str | None,
                push_repo: str | None, hub_license: str | None, hub_private: bool, as_json: bool) -> None:
     """Export the episodes of RUN_DIR as training data in a given format."""
-    from agentsynth_kernel.plugins import get_host
-    from agentsynth_kernel.spec import ComponentSpec, build
+    from agentsynth_kernel import ComponentSpec, build, get_host
 
     host = get_host()
     try:
@@ -208,7 +206,7 @@ def _remove_store(run_dir: Path, created: bool) -> None:
     """Remove the store an import just created (the whole directory if the import created it)."""
     import shutil
 
-    from agentsynth_kernel.store import STORE_FILE
+    from agentsynth_kernel import STORE_FILE
 
     if created:
         shutil.rmtree(run_dir, ignore_errors=True)
@@ -230,8 +228,7 @@ def _remove_store(run_dir: Path, created: bool) -> None:
 def import_cmd(files: tuple[Path, ...], fmt: str, output: Path, redact: bool, on_error: str, status: str,
                as_json: bool) -> None:
     """Import foreign agent traces (FILES) as a run directory judges, dedup and exporters accept."""
-    from agentsynth_kernel.plugins import get_host
-    from agentsynth_kernel.spec import ComponentSpec, build
+    from agentsynth_kernel import ComponentSpec, build, get_host
 
     from .redact import Redactor
 
@@ -337,7 +334,7 @@ def dedup_cmd(run_dir: Path, output: Path | None, exact: bool, near: bool, thres
 
     decon = None
     if packs or canaries:
-        from agentsynth_kernel.spec import load_pack
+        from agentsynth_kernel import load_pack
 
         tasks: list[tuple[str, str]] = []
         for ref in packs:

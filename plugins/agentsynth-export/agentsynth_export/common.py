@@ -7,8 +7,7 @@ import uuid
 from functools import lru_cache
 from typing import Any
 
-from agentsynth_kernel import AgentsynthError
-from agentsynth_kernel.records import Answer, EpisodeResult, ToolCall, Trajectory, to_json
+from agentsynth_kernel import AgentsynthError, Answer, EpisodeResult, ToolCall, Trajectory, to_json
 
 CANARY_PREFIX = "AGENTSYNTH CANARY GUID "
 CANARY_NAMESPACE = uuid.UUID("6f1c1f0e-1b7a-4a53-9d0e-6167656e7473")

@@ -25,8 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from agentsynth_kernel import AgentsynthError
-from agentsynth_kernel.records import EpisodeResult
+from agentsynth_kernel import AgentsynthError, EpisodeResult
 
 from .common import CANARY_PREFIX, normalize, result_text, tokens
 
@@ -344,7 +343,7 @@ class Decontaminator:
     @classmethod
     def from_pack(cls, ref: str | Path, **kwargs: Any) -> Decontaminator:
         """Decontaminate against every task of a pack (a registered name or a path)."""
-        from agentsynth_kernel.spec import load_pack
+        from agentsynth_kernel import load_pack
 
         pack = load_pack(ref, validate=False)
         return cls(((t.id, t.instruction) for t in pack.tasks), **kwargs)

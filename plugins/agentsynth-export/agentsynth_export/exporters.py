@@ -38,8 +38,8 @@ from typing import Any
 import attrs
 import msgspec
 
-from agentsynth_kernel import AgentsynthError
-from agentsynth_kernel.records import (
+from agentsynth_kernel import (
+    AgentsynthError,
     EpisodeResult,
     ToolCall,
     Trajectory,
@@ -69,7 +69,7 @@ DECONTAM_KEYS = ("pack", "ngram", "threshold", "scope")
 
 
 def _check_keys(owner: str, name: str, value: Any, allowed: tuple[str, ...]) -> None:
-    from agentsynth_kernel.errors import did_you_mean
+    from agentsynth_kernel import did_you_mean
 
     if value is None or isinstance(value, (bool, str)):
         return

@@ -30,8 +30,7 @@ from typing import Any
 import attrs
 import msgspec
 
-from agentsynth_kernel import AgentsynthError
-from agentsynth_kernel.records import Answer, Observation, Step, ToolCall, ToolSpec, Trajectory
+from agentsynth_kernel import AgentsynthError, Answer, Observation, Step, ToolCall, ToolSpec, Trajectory
 
 MAX_PROBLEMS_KEPT = 1000
 

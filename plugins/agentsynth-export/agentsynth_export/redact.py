@@ -15,7 +15,7 @@ import re
 from collections import Counter
 from typing import Any
 
-from agentsynth_kernel.records import Answer, Observation, Step, ToolCall, Trajectory
+from agentsynth_kernel import Answer, Observation, Step, ToolCall, Trajectory
 
 KINDS = ("email", "api_key", "bearer", "phone", "ip")
 

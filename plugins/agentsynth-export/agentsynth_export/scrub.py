@@ -23,8 +23,7 @@ from typing import Any
 
 import msgspec
 
-from agentsynth_kernel.records import EpisodeResult
-from agentsynth_kernel.secrets import REDACTED, is_secret_key, item_is_secret, redact_text
+from agentsynth_kernel import REDACTED, EpisodeResult, is_secret_key, item_is_secret, redact_text
 
 SEP = "\x00"
 BATCH_CHARS = 1 << 20

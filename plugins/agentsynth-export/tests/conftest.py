@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from agentsynth_kernel.records import (
+from agentsynth_kernel import (
     Answer,
     EpisodeResult,
     Observation,
+    RunStore,
     Step,
     ToolCall,
     ToolSpec,
@@ -18,7 +19,6 @@ from agentsynth_kernel.records import (
     Usage,
     Verdict,
 )
-from agentsynth_kernel.store import RunStore
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")

@@ -15,7 +15,7 @@ from agentsynth_export.dedup import (
     SortedIndex,
     optimal_bands,
 )
-from agentsynth_kernel.store import RunStore
+from agentsynth_kernel import RunStore
 from conftest import agentsynth, make_result, write_run
 
 WORDS = [f"w{i}" for i in range(5000)]

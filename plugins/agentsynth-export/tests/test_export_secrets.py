@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from agentsynth_export.exporters import EXPORTERS
-from agentsynth_kernel.records import Answer, Observation, Step, ToolCall
+from agentsynth_kernel import Answer, Observation, Step, ToolCall
 from conftest import agentsynth, make_result, write_run
 
 OPENAI_KEY = "sk-test-9fQ2xL7vN4mR8tK1pZ6wB3yH"
@@ -104,7 +104,7 @@ def test_scrub_masks_by_key_and_after_escapes_keeps_schemas_and_inputs(planted):
     from collections import Counter
 
     from agentsynth_export.scrub import scrub_results
-    from agentsynth_kernel.records import ToolSpec
+    from agentsynth_kernel import ToolSpec
 
     login = ToolSpec("login", "Log in", {"type": "object", "properties": {"password": {"type": "string"}}})
     r = make_result("t", 0, True)

@@ -22,8 +22,7 @@ from agentsynth_export.exporters import (
     parse_sharegpt_tool_calls,
 )
 from agentsynth_export.importers import OpenAIImporter
-from agentsynth_kernel import AgentsynthError
-from agentsynth_kernel.records import Answer, EpisodeResult, ToolCall, read_jsonl, to_openai_messages
+from agentsynth_kernel import AgentsynthError, Answer, EpisodeResult, ToolCall, read_jsonl, to_openai_messages
 from conftest import agentsynth, make_result, write_run
 
 
@@ -338,8 +337,7 @@ def test_reward_prefers_judge_reward():
 
 def test_run_spec_export_entry_is_accepted(tmp_path):
     """The engine builds exporters from `export: [{type, path, ...}]`; the params must pass its check."""
-    from agentsynth_kernel.plugins import get_host
-    from agentsynth_kernel.spec import ComponentSpec, build, check_component
+    from agentsynth_kernel import ComponentSpec, build, check_component, get_host
 
     host = get_host()
     cspec = ComponentSpec("openai", {"path": "out.jsonl", "filter": "all", "dedup": {"threshold": 0.9}})

@@ -14,9 +14,7 @@ from agentsynth_export.importers import (
     OtelImporter,
     detect_format,
 )
-from agentsynth_kernel import AgentsynthError
-from agentsynth_kernel.records import Answer, ToolCall
-from agentsynth_kernel.store import RunStore
+from agentsynth_kernel import AgentsynthError, Answer, RunStore, ToolCall
 from conftest import agentsynth
 
 OPENAI_CONV = {

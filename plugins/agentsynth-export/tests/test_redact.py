@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from agentsynth_export.redact import Redactor
-from agentsynth_kernel.records import ToolCall
+from agentsynth_kernel import ToolCall
 from conftest import make_result
 
 
