@@ -386,3 +386,42 @@ def local_model_endpoint(model: str) -> tuple[str, str] | None:
                 return None
             return ensure_echo_server_started(), "echo"
     """
+
+
+@hookspec(firstresult=True)
+def submit_run(run_dir: Path, url: str) -> dict[str, Any] | None:
+    """Submit a finished run directory to a leaderboard hub at ``url`` (``agentsynth bench --submit URL``).
+
+    Return a dict with at least ``accepted`` (bool) and ``message`` (for the user: the rank, or the
+    reason for a refusal), or ``None`` when this plugin does not handle that URL (the next plugin is
+    asked; ``firstresult``). Credentials come from the environment (agentsynth-hub:
+    ``AGENTSYNTH_HUB_TOKEN``), never from arguments. Raise
+    :class:`~agentsynth_kernel.errors.AgentsynthError` for a hub that cannot be reached. Called
+    synchronously after the run's results are stored.
+
+    Example::
+
+        @hookimpl
+        def submit_run(run_dir, url):
+            from agentsynth_hub.remote import submit_run
+            return submit_run(run_dir, url)
+    """
+
+
+@hookspec(firstresult=True)
+def resolve_remote_pack(ref: str, hub: str) -> Path | None:
+    """A pack named ``ref`` that is not installed, fetched from the hub at ``hub`` (``--hub URL`` or
+    ``AGENTSYNTH_HUB_URL``).
+
+    Return the directory of a local copy (with its pack.yaml), or ``None`` when this plugin does not
+    know that hub or the hub has no such pack (``firstresult``). Called synchronously by
+    :func:`~agentsynth_kernel.spec.resolve_pack`, only for names that are neither a path nor a
+    registered pack.
+
+    Example::
+
+        @hookimpl
+        def resolve_remote_pack(ref, hub):
+            from agentsynth_hub.remote import resolve_remote_pack
+            return resolve_remote_pack(ref, hub)
+    """

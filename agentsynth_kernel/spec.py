@@ -884,8 +884,14 @@ def resolve_pack(spec: RunSpec, *, base_dir: Path, source: str, host: PluginHost
         if (base_dir / spec.pack).exists():
             ref = base_dir / spec.pack
         elif spec.pack not in host.registry["pack"]:
-            raise SpecError(source, [f"pack: no such pack {spec.pack!r}: not a file or directory (from {base_dir}), "
-                                     f"nor a registered pack{did_you_mean(spec.pack, host.names('pack'))}"])
+            # a name this machine does not have: a hub may have it (bench --hub URL, or AGENTSYNTH_HUB_URL)
+            hub = os.environ.get("AGENTSYNTH_HUB_URL", "")
+            remote = host.pm.hook.resolve_remote_pack(ref=spec.pack, hub=hub) if hub else None
+            if remote is None:
+                where = f", nor on the hub {hub}" if hub else ""
+                raise SpecError(source, [f"pack: no such pack {spec.pack!r}: not a file or directory (from {base_dir}), "
+                                         f"nor a registered pack{where}{did_you_mean(spec.pack, host.names('pack'))}"])
+            ref = Path(remote)
         pack = load_pack(ref, host=host)
         if spec.environment is not None:
             problems.append("environment: set in the pack; 'environment:' here is only for inline tasks")

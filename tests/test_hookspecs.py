@@ -248,3 +248,51 @@ def test_a_plugin_adds_a_subcommand_to_the_builtin_pack_group(host, cli, first):
         LazyGroup._plugins_loaded = False
     assert (code, out) == (0, "QUIET\n"), err
     assert "hk-shout" in listing and "validate" in listing
+
+
+class HubStandIn:
+    """A leaderboard hub plugin, in-process (the real one is agentsynth-hub): accepts runs whose
+    stored episodes all passed, and knows one pack that is not installed."""
+
+    def __init__(self, pack_dir):
+        self.pack_dir, self.submitted = pack_dir, []
+
+    @hookimpl
+    def submit_run(self, run_dir, url):
+        from agentsynth_kernel import RunStore
+
+        store = RunStore(run_dir, create=False)
+        try:
+            statuses = [r.status for r in store.results()]
+        finally:
+            store.close()
+        self.submitted.append((url, len(statuses)))
+        if statuses and all(s == "passed" for s in statuses):
+            return {"accepted": True, "message": f"rank 1 of 1 ({len(statuses)} episodes)"}
+        return {"accepted": False, "message": "replay: a verdict does not reproduce"}
+
+    @hookimpl
+    def resolve_remote_pack(self, ref, hub):
+        return self.pack_dir if (ref, hub) == ("remote-kv", "http://hub.test") else None
+
+
+def test_bench_submit_and_hub_packs_go_through_the_hub_hooks(host, cli, write, tmp_path, monkeypatch):
+    write("remote/oracle.py", 'ORACLE = {"t": [{"tool": "set", "arguments": {"key": "a", "value": "1"}}, '
+                              '{"answer": "ok"}]}\n')
+    write("remote/pack.yaml", "id: remote-kv\nenvironment: {type: kv}\ntasks:\n"
+                              "  - {id: t, instruction: Set a to 1, checkers: [{type: kv_equals, key: a, value: '1'}]}\n")
+    hub = HubStandIn(tmp_path / "remote")
+    host.add_plugin(hub, "hub-stand-in")
+    monkeypatch.setenv("AGENTSYNTH_HUB_URL", "")  # recorded, so the value --hub sets is undone after the test
+    monkeypatch.delenv("AGENTSYNTH_HUB_URL")
+    code, _, err = cli("bench", "--pack", "remote-kv", "--policy", "oracle", "-q")
+    assert code == 2 and "no such pack 'remote-kv'" in err  # not installed, no hub given
+    code, out, err = cli("bench", "--pack", "remote-kv", "--policy", "oracle", "--hub", "http://hub.test",
+                         "--submit", "http://hub.test")
+    assert code == 0, err
+    assert "submitted: rank 1 of 1 (1 episodes)" in out and hub.submitted == [("http://hub.test", 1)]
+    code, _, err = cli("bench", "--pack", "remote-kv", "--policy", "noop", "--hub", "http://hub.test",
+                       "--submit", "http://hub.test")
+    assert code == 6 and "refused: replay: a verdict does not reproduce" in err
+    code, _, err = cli("bench", "--pack", "nope", "--policy", "noop", "--hub", "http://hub.test")
+    assert code == 2 and "nor on the hub http://hub.test" in err

@@ -2,11 +2,13 @@
 compare two policies with a paired test, and gate CI on a minimum pass rate.
 
 Exit status: 0 ok, 1 below ``--min-pass-rate``, 2 bad input, 3 stopped early (budget), 5 every episode
-ended in an error (nothing was checked: a setup problem, not a result).
+ended in an error (nothing was checked: a setup problem, not a result), 6 ``--submit``: the hub refused
+the run (the reason is printed).
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -259,12 +261,17 @@ def _local_model(spec: str) -> bool:
               help="Store results here (resumable); default: in memory only.")
 @click.option("--executor", "executor", metavar="SPEC",
               help="Where episodes run: local (default) | NAME,key=value,... (e.g. 'ray,address=auto').")
+@click.option("--hub", "hub_url", metavar="URL", envvar="AGENTSYNTH_HUB_URL",
+              help="Resolve a pack name that is not installed through this hub (agentsynth-hub).")
+@click.option("--submit", "submit_url", metavar="URL",
+              help="Then submit the run to this leaderboard hub (agentsynth-hub; token from AGENTSYNTH_HUB_TOKEN).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar and no tables.")
 @click.pass_context
 def bench(ctx: click.Context, pack: str, policy: str | None, compare: tuple[str, str] | None, trials: int, seed: int,
           split: str, only: tuple[str, ...], concurrency: int | None, timeout: float, max_steps: int,
           budget_usd: float | None, json_path: str | None, min_pass_rate: float | None, gate_metric: str,
-          run_dir: Path | None, executor: str | None, quiet: bool) -> None:
+          run_dir: Path | None, executor: str | None, hub_url: str | None, submit_url: str | None,
+          quiet: bool) -> None:
     """Benchmark a policy on a pack: pass@1 and pass^k with Wilson 95% intervals, per tier.
 
     \b
@@ -281,6 +288,19 @@ def bench(ctx: click.Context, pack: str, policy: str | None, compare: tuple[str,
                "timeout": timeout, "max_steps": max_steps, "budget_usd": budget_usd,
                "executor": parse_policy(executor, option="--executor") if executor else None}
     quiet_tables = quiet or json_path == "-"
+    if hub_url:
+        os.environ["AGENTSYNTH_HUB_URL"] = hub_url  # read by spec.resolve_pack (also by resume and verify)
+    if submit_url is not None:
+        from ..plugins import get_host
+
+        if compare is not None:
+            raise click.UsageError("--submit takes one run: use --policy, not --compare")
+        if not get_host().pm.hook.submit_run.get_hookimpls():
+            raise click.UsageError("--submit: no installed plugin submits runs (pip install agentsynth-hub)")
+        if run_dir is None:  # a hub needs the stored episodes: keep them in a run directory
+            import tempfile
+
+            run_dir = Path(tempfile.mkdtemp(prefix="agentsynth-submit-")) / "run"
     if compare is None:
         assert policy is not None
         run, summary = _run_one(parse_policy(policy), options, run_dir, quiet_tables)
@@ -294,6 +314,17 @@ def bench(ctx: click.Context, pack: str, policy: str | None, compare: tuple[str,
         if not quiet_tables:
             _print_single(summary, stats, verdict)
         code = 3 if run.stopped else (5 if _nothing_checked(run) else 0)
+        if submit_url is not None and not code:
+            from ..plugins import get_host
+
+            assert run_dir is not None
+            answer = get_host().pm.hook.submit_run(run_dir=run_dir, url=submit_url)
+            if answer is None:
+                raise click.UsageError(f"--submit: no installed plugin handles {submit_url}")
+            click.echo(f"{'submitted' if answer['accepted'] else 'refused'}: {answer['message']}",
+                       err=not answer["accepted"])
+            if not answer["accepted"]:
+                code = 6
     else:
         specs = (parse_policy(compare[0], option="--compare A"), parse_policy(compare[1], option="--compare B"))
         runs = []
