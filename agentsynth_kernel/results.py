@@ -108,7 +108,7 @@ class ResultSet(Sequence[EpisodeResult]):
         if stored and self._run_dir is not None:
             return
         if self._spill is not None:
-            self._spill.put(result)
+            self._spill.put(result, defer=True)  # a scratch store: batched commits, read back at the end
             return
         assert self._memory is not None
         if self._memory and (self._memory[-1].task_id, self._memory[-1].trial) > (result.task_id, result.trial):
@@ -120,6 +120,7 @@ class ResultSet(Sequence[EpisodeResult]):
     def _spill_to_disk(self) -> None:
         directory = Path(tempfile.mkdtemp(prefix="agentsynth-results-"))
         store = RunStore(directory)
+        store.db.execute("PRAGMA synchronous=OFF")  # scratch data: a crash loses nothing worth keeping
         with store.transaction():
             for result in self._memory or ():
                 store.put(result)
