@@ -19,7 +19,7 @@ import public_imports  # noqa: E402
 
 
 def test_every_public_name_resolves_to_the_module_that_defines_it():
-    for module, names in agentsynth_kernel.PUBLIC.items():
+    for names in agentsynth_kernel.PUBLIC.values():
         for name in names:
             value = getattr(agentsynth_kernel, name)
             assert value is not None, name

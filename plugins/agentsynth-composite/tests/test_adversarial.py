@@ -7,10 +7,10 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from packs import TWO_COUNTERS, write_pack
 
 from agentsynth_kernel import ComponentSpec, EpisodeConfig, ToolCall, get_host, load_pack, run_episode
 from agentsynth_kernel.testing.adversarial import assert_unfarmable, exploits_for
+from packs import TWO_COUNTERS, write_pack
 
 TASK = {"id": "a3", "instruction": "Add 3 to counter a, leave b alone.",
         "checkers": [{"type": "composite", "world": "a", "checker": {"type": "t_count_is", "value": 3}},

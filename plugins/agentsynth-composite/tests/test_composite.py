@@ -10,7 +10,6 @@ import time
 
 import pytest
 import worlds
-from packs import BOTH_ORACLE, COUNTER_KV, TWO_COUNTERS, both_task, write_pack
 
 from agentsynth_kernel import (
     ComponentSpec,
@@ -21,6 +20,7 @@ from agentsynth_kernel import (
     load_pack,
     run_episode,
 )
+from packs import BOTH_ORACLE, COUNTER_KV, TWO_COUNTERS, both_task, write_pack
 
 
 def play(pack, actions, task=0, timeout=30.0):

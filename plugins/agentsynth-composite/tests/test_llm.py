@@ -7,10 +7,10 @@ from __future__ import annotations
 import asyncio
 
 import yaml
-from packs import COUNTER_KV, both_task
 
 from agentsynth_kernel import execute, get_host, load_run_spec
 from agentsynth_kernel.testing import ScriptedLLMServer, conversation_handler, reply, tool_calls
+from packs import COUNTER_KV, both_task
 
 SCRIPT = [
     tool_calls(("c__inc", {"by": 3}), ("kv__put", {"key": "done", "value": "yes"}), ("inc", {"by": 3}),
