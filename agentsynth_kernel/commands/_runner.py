@@ -128,8 +128,22 @@ def exit_code(run: RunReport) -> int:
 
 
 def nothing_checked(run: RunReport) -> bool:
-    """Every episode errored: a policy that cannot be built, a world that cannot start ..."""
+    """Every episode errored: a policy that cannot be built, a world that cannot start ... (from the
+    run's tally: a pass over the stored results would read every episode back)."""
+    tally = getattr(run.results, "tally", None)
+    if tally is not None:
+        return tally.episodes > 0 and tally.counts.get("error", 0) == tally.episodes
     return bool(run.results) and all(r.status == "error" for r in run.results)
+
+
+def warn_nothing_checked(run: RunReport) -> bool:
+    """Say so, with the first error, when every episode errored (exit 5: a setup problem, not a result)."""
+    if not nothing_checked(run):
+        return False
+    first = run.results[0]
+    click.echo(f"error: every episode ended in an error, nothing was checked; the first: "
+               f"{first.task_id}: {first.error}", err=True)
+    return True
 
 
 def report(run: RunReport, *, json_path: str | None, quiet: bool) -> dict[str, Any]:
@@ -152,8 +166,5 @@ def report(run: RunReport, *, json_path: str | None, quiet: bool) -> dict[str, A
         for entry in run.exports:
             if "error" in entry:
                 click.echo(f"error: export {entry['type']} -> {entry['path']} failed: {entry['error']}", err=True)
-    if nothing_checked(run):
-        first = run.results[0]
-        click.echo(f"error: every episode ended in an error, nothing was checked; the first: "
-                   f"{first.task_id}: {first.error}", err=True)
+    warn_nothing_checked(run)
     return summary

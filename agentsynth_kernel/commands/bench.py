@@ -351,15 +351,9 @@ def bench(ctx: click.Context, pack: str, policy: str | None, compare: tuple[str,
 def _nothing_checked(*runs: Any) -> bool:
     """Every episode of a run ended in an error (a world that cannot start, a policy that cannot be
     built): exit 5 as ``agentsynth run`` does, with the first error, instead of a 0 % that looks real."""
-    from ._runner import nothing_checked
+    from ._runner import warn_nothing_checked
 
-    for run in runs:
-        if nothing_checked(run):
-            first = run.results[0]
-            click.echo(f"error: every episode ended in an error, nothing was checked; the first: "
-                       f"{first.task_id}: {first.error}", err=True)
-            return True
-    return False
+    return any(warn_nothing_checked(run) for run in runs)
 
 
 def _gate_line(verdict: dict[str, Any] | None) -> str | None:
