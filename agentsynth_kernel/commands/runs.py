@@ -17,7 +17,6 @@ RUN_DIR = click.Path(path_type=Path)
 # the library functions behind the commands (re-exported: plugins imported them from here)
 from ..rundirs import load_stored_spec, open_run, run_status, unfinished_episodes, verify_run  # noqa: E402,F401
 
-_open = open_run
 
 
 # --- resume ----------------------------------------------------------------------------------------
@@ -164,7 +163,7 @@ def inspect(run_dir: Path, task_id: str | None, trial: int | None, full: bool, s
                 click.echo(f"{t}  trial {n}  seed {s}  not finished")
             click.echo(f"{len(missing)} episode(s) never finished; continue with: agentsynth resume {run_dir}")
         return
-    store = _open(run_dir)
+    store = open_run(run_dir)
     try:
         if task_id is None:
             results = [r for r in store.results() if trial is None or r.trial == trial]
