@@ -17,8 +17,6 @@ RUN_DIR = click.Path(path_type=Path)
 # the library functions behind the commands (re-exported: plugins imported them from here)
 from ..rundirs import load_stored_spec, open_run, run_status, unfinished_episodes, verify_run  # noqa: E402,F401
 
-
-
 # --- resume ----------------------------------------------------------------------------------------
 
 
