@@ -49,7 +49,8 @@ class ToolCall(msgspec.Struct, frozen=True, tag="tool_call", omit_defaults=True)
 
 
 class Answer(msgspec.Struct, frozen=True, tag="answer", omit_defaults=True):
-    """The agent's final message to the user; it ends the episode."""
+    """The agent's message to the user. It ends the episode, except in a task with a simulated user
+    (``user:`` in the pack), where the user's reply is the step's observation and the talk goes on."""
 
     content: str = ""
 
@@ -100,7 +101,7 @@ class Message(msgspec.Struct, omit_defaults=True):
 
 
 class Step(msgspec.Struct, omit_defaults=True):
-    """One action and the observation it produced (``None`` for an Answer)."""
+    """One action and the observation it produced (for an Answer: ``None``, or the simulated user's reply)."""
 
     action: Action
     observation: Observation | None = None
@@ -122,6 +123,14 @@ class Trajectory(msgspec.Struct, omit_defaults=True):
     system_prompt: str = ""
     metadata: dict[str, Any] = msgspec.field(default_factory=dict)
     schema_version: int = SCHEMA_VERSION
+    # the simulated user's side of a multi-turn task (their instructions as ``instruction``, their
+    # messages as Answers, their own tool calls); attached after the talk, never shown to the agent
+    user: Trajectory | None = None
+
+    @property
+    def messages(self) -> list[str]:
+        """Every message this side sent to the other (the Answers, in order)."""
+        return [s.action.content for s in self.steps if isinstance(s.action, Answer)]
 
     @property
     def final_answer(self) -> str | None:
@@ -156,7 +165,8 @@ class EpisodeResult(msgspec.Struct, omit_defaults=True):
     ``status`` is ``passed`` or ``failed`` (checkers decided), ``error`` (the
     episode could not be completed) or ``unverified`` (an imported trace nothing
     checked); ``error_kind`` says who failed: ``agent``,
-    ``environment``, ``checker``, ``policy``, ``provider``, ``timeout``, ``budget``.
+    ``environment``, ``checker``, ``policy``, ``provider``, ``timeout``, ``budget``, or ``user`` (the
+    simulated user broke its instructions or failed).
     """
 
     task_id: str
@@ -287,5 +297,8 @@ def to_openai_messages(trajectory: Trajectory, *, system_prompt: str | None = No
             messages.extend(pending_results)
             pending_results, current = [], None
             messages.append({"role": "assistant", "content": action.content})
+            reply = step.observation
+            if reply is not None and not reply.done:  # a simulated user's reply: the talk goes on
+                messages.append({"role": "user", "content": reply.content})
     messages.extend(pending_results)
     return messages
