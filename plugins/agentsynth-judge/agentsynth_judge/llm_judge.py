@@ -8,6 +8,7 @@
       # api_base: http://localhost:8000/v1, api_key_env: MY_KEY, temperature: 0, max_reasks: 2
       # rubric: rubric.yaml, reward: {outcome: .6, verification: .2, judge: .2}
       # max_tokens: 1024 (always sent), context_chars: 6000 (default for model: local)
+      # veto: true (default): a failed checker fails the episode, whatever the model scored
 
 Every request goes through the kernel's LLM client (``client_for(run)``: the run's cache,
 retries, rate limit and hard budget). The model is asked for a JSON object with a 0-10
@@ -17,7 +18,9 @@ request carries that JSON Schema as ``response_format`` (``json_schema``; ``json
 surrounding prose are tolerated) and validated against the schema; an invalid reply is
 sent back with the exact problems and the model is re-asked, at most ``max_reasks``
 times, after which the judge raises :class:`JudgeOutputError`. Rationales are kept in the
-JudgeResult (and the run store).
+JudgeResult (and the run store). As with the heuristic judge, a failed checker vetoes a pass
+(``veto: false`` turns that off): the world's end state has the last word over what a model
+read in the trajectory.
 
 Bias controls: the prompt tells the model not to reward length or confident tone; every
 observation and the final answer are cut to fixed character budgets (so a verbose agent
@@ -251,6 +254,7 @@ class LLMJudge(RubricJudge):
         system_prompt: str | None = None,
         params: Mapping[str, Any] | None = None,
         context_chars: int | None = None,
+        veto: bool = True,
         client: Any = None,
         run: Any = None,
         base_dir: Path | None = None,
@@ -272,6 +276,7 @@ class LLMJudge(RubricJudge):
             max_tokens = SMALL_MAX_TOKENS if self.context_chars is not None else DEFAULT_MAX_TOKENS
         self.max_tokens, self.cache, self.response_format = max_tokens, cache, response_format
         self.include_verdicts = include_verdicts
+        self.veto = veto
         self.max_observation_chars, self.max_answer_chars = max_observation_chars, max_answer_chars
         self.system_prompt = system_prompt or (COMPACT_SYSTEM_PROMPT if self.context_chars is not None
                                                else SYSTEM_PROMPT)
@@ -363,7 +368,9 @@ class LLMJudge(RubricJudge):
         summary = f"llm judge ({self.model}): {str(value['rationale']).strip()}"
         if attempts > 1:
             summary += f" [valid after {attempts} attempts]"
-        return annotate(trajectory, self, self.finish(scores, notes, verdicts, summary=summary, usage=usage))
+        failed = [v.checker for v in verdicts if not v.passed] if self.veto else []
+        veto = f"checker(s) {', '.join(failed)} failed on the world's end state" if failed else ""
+        return annotate(trajectory, self, self.finish(scores, notes, verdicts, summary=summary, usage=usage, veto=veto))
 
     # --- pairwise -------------------------------------------------------------------------------
 
@@ -438,6 +445,7 @@ class LLMJudgeSpec:
     system_prompt: str | None = None
     params: dict[str, Any] = attrs.field(factory=dict, validator=lambda i, a, v: _params_validator(v))
     context_chars: int | None = attrs.field(default=None, validator=lambda i, a, v: None if v is None else _positive(i, a, v))
+    veto: bool = True
     timeout: float | None = None
     max_retries: int | None = None
     rpm: float | None = None
@@ -459,6 +467,6 @@ def make_llm(spec: LLMJudgeSpec, base_dir: Path | None = None, run: Any = None) 
         api_base=spec.api_base, api_key_env=spec.api_key_env, transport=spec.transport, max_tokens=spec.max_tokens,
         cache=spec.cache, response_format=spec.response_format, include_verdicts=spec.include_verdicts,
         max_observation_chars=spec.max_observation_chars, max_answer_chars=spec.max_answer_chars,
-        system_prompt=spec.system_prompt, params=spec.params, context_chars=spec.context_chars, run=run,
+        system_prompt=spec.system_prompt, params=spec.params, context_chars=spec.context_chars, veto=spec.veto, run=run,
         base_dir=base_dir, client_options=options,
     )
