@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -68,12 +67,7 @@ def run_spec(spec: Any, *, base_dir: Path, source: str, json_path: str | None, q
     report = asyncio.run(generate(config, inputs, out=out, rejected=rejected, host=host, on_progress=progress))
     summary = report.to_dict()
     summary["grounding"] = "world" if inputs.pack is not None else ("documents" if inputs.corpus is not None else "simulated")
-    if json_path:
-        text = json.dumps(summary, indent=2, sort_keys=True)
-        if json_path == "-":
-            click.echo(text)
-        else:
-            Path(json_path).write_text(text + "\n", encoding="utf-8")
+    _emit(summary, json_path)
     if not quiet and json_path != "-":
         print_summary(summary)
     return 3 if report.stopped else (4 if report.incomplete else 0)
@@ -209,12 +203,20 @@ def _judge(name: str | None, params: tuple[str, ...]) -> Any:
 
 
 def _emit(report: dict[str, Any], json_path: str | None) -> None:
+    """The ``--json`` report ('-' for stdout) through the kernel's writer (streams, masks secrets)."""
     if json_path:
-        text = json.dumps(report, indent=2, sort_keys=True)
-        if json_path == "-":
-            click.echo(text)
-        else:
-            Path(json_path).write_text(text + "\n", encoding="utf-8")
+        from agentsynth_kernel import write_json
+
+        write_json(_sorted(report), json_path)
+
+
+def _sorted(value: Any) -> Any:
+    """Keys in sorted order at every level, as the report has always been written."""
+    if isinstance(value, dict):
+        return {k: _sorted(value[k]) for k in sorted(value, key=str)}
+    if isinstance(value, (list, tuple)):
+        return [_sorted(v) for v in value]
+    return value
 
 
 @click.command("eval")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from pathlib import Path
@@ -206,12 +205,10 @@ def synth(ctx: click.Context, source: str | None, name: str | None, explain_: bo
         summary["validation_problems"] = [p for g in gates for p in g.problems]
         if any(g.status == "fail" for g in gates):
             code = code or 1
-    if json_path:
-        text = json.dumps(summary, indent=2, default=str)
-        if json_path == "-":
-            click.echo(text)
-        else:
-            Path(json_path).write_text(text + "\n", encoding="utf-8")
+    if json_path:  # the kernel's report writer: streams, masks secrets, '-' is stdout
+        from agentsynth_kernel import write_json
+
+        write_json(summary, json_path)
     if not quiet and json_path != "-":
         _print_summary(summary)
     ctx.exit(code)
