@@ -16,6 +16,20 @@ told why and revises, up to ``rounds`` times. A proposal is accepted when
 
 An item that runs out of rounds is rejected with the reason of its last round.
 
+That is ``acceptance: single`` (the default). ``acceptance: verifiable`` is the autosynth loop over a
+world, where the pack's checkers are the verifier: after the checks of 1 and 2, ``attempts`` (N) weak
+and N strong attempts run in parallel, each in its own fresh world, and the proposal is accepted when
+at most ``thresholds.weak_correct_max`` (1) of 4 weak attempts pass (else ``weak_too_strong``: too
+easy) and at least ``thresholds.strong_correct_min`` (3) of 4 strong ones do (else
+``strong_too_weak``: too hard, or the checkers do not match the request), both scaled to N; then 5.
+Weak attempt *i* and strong attempt *i* share a world seed, so a solver's messages are the same
+whichever side it is on (only the model differs). ``short_circuit_strong`` runs the weak attempts
+first and the strong ones only when the weak gate passes. A **reflector** (``reflector:``; in
+verifiable mode the challenger's model by default, ``false`` for none) reads each rejected round's
+reason and attempts and its advice goes into the next proposal. Each proposal, attempt and reflection
+is stored in the run directory as it lands, so a rerun after a kill requests none of them again.
+Accepted records carry ``acceptance``, ``rationale``, ``scores`` and every ``attempts`` row.
+
 - ``challenger``: proposes new tasks for the world from scratch (the pack's tasks as examples).
 - ``evolve``: rewrites each existing task into harder / more diverse variants (``strategies``).
 - ``from_failures``: reads a run's failed episodes, classifies each (``no_call``, ``wrong_tool``,
@@ -24,6 +38,7 @@ An item that runs out of rounds is rejected with the reason of its last round.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -32,6 +47,7 @@ import attrs
 
 from agentsynth_kernel import (
     ComponentSpec,
+    EpisodeResult,
     InvalidValue,
     Pack,
     SpecError,
@@ -95,6 +111,26 @@ Its reference solution:
 """ + TASK_FORMAT
 
 
+ACCEPTANCE = ("single", "verifiable")
+
+
+@attrs.frozen
+class Thresholds:
+    """Verifiable acceptance (autosynth's defaults), counted of 4 attempts and scaled to ``attempts``."""
+
+    weak_correct_max: float = 1
+    strong_correct_min: float = 3
+
+    def __attrs_post_init__(self) -> None:
+        for name in ("weak_correct_max", "strong_correct_min"):
+            value = getattr(self, name)
+            if not 0 <= value <= 4:
+                raise InvalidValue(f"thresholds.{name}: must be within [0, 4] (of 4 attempts), got {value}")
+        if self.weak_correct_max >= self.strong_correct_min:
+            raise InvalidValue(f"thresholds: weak_correct_max ({self.weak_correct_max:g}) must be below "
+                               f"strong_correct_min ({self.strong_correct_min:g})")
+
+
 @attrs.frozen
 class ChallengerSpec:
     """Parameters of ``challenger``; ``strong`` / ``weak`` are lists of policy specs."""
@@ -115,6 +151,12 @@ class ChallengerSpec:
     split: str = "test"
     tier: str = "synth-challenger"
     id_prefix: str = "ch"
+    acceptance: str = "single"
+    attempts: int = 4
+    thresholds: Thresholds = attrs.field(factory=Thresholds)
+    short_circuit_strong: bool = False
+    reflector: Any = None
+    max_rounds: int | None = None
 
     def __attrs_post_init__(self) -> None:
         _common(self)
@@ -122,7 +164,51 @@ class ChallengerSpec:
             raise InvalidValue("strong: give at least one strong solver policy")
 
 
+def _default(spec: Any, name: str) -> Any:
+    default = attrs.fields_dict(type(spec))[name].default
+    return default.factory() if isinstance(default, attrs.Factory) else default  # type: ignore[arg-type]
+
+
+def _loop_settings(spec: Any) -> None:
+    """acceptance, its settings, rounds / max_rounds and the reflector: a setting the chosen mode
+    does not use is an error, not silently ignored."""
+    from agentsynth_kernel import did_you_mean
+
+    if spec.max_rounds is not None:
+        if spec.rounds != _default(spec, "rounds") and spec.rounds != spec.max_rounds:
+            raise InvalidValue(f"max_rounds: give rounds or max_rounds, not both ({spec.rounds} vs {spec.max_rounds})")
+        object.__setattr__(spec, "rounds", spec.max_rounds)
+    if spec.acceptance not in ACCEPTANCE:
+        raise InvalidValue(f"acceptance: expected one of {', '.join(ACCEPTANCE)}, got {spec.acceptance!r}"
+                           f"{did_you_mean(str(spec.acceptance), ACCEPTANCE)}")
+    if spec.acceptance == "verifiable":
+        if not spec.strong or not spec.weak:
+            raise InvalidValue("acceptance: verifiable needs strong and weak solver policies (the checkers are the "
+                               "verifier): set strong: and weak:")
+        if spec.attempts < 1:
+            raise InvalidValue(f"attempts: must be at least 1, got {spec.attempts}")
+        unused = ("strong_trials", "weak_trials", "max_weak_pass_rate")
+    else:
+        unused = ("attempts", "thresholds", "short_circuit_strong")
+    for name in unused:
+        if getattr(spec, name) != _default(spec, name):
+            other = "verifiable" if spec.acceptance == "single" else "single"
+            raise InvalidValue(f"{name}: a setting of acceptance: {other}, not {spec.acceptance} "
+                               f"(set acceptance: {other} or leave {name} out)")
+    r = spec.reflector
+    if r is None or isinstance(r, (bool, str)):
+        return
+    if not isinstance(r, dict) or not isinstance(r.get("model"), str):
+        raise InvalidValue("reflector: expected false, true (the challenger's model), a model name, or "
+                           "{model, api_base, api_key_env, temperature, max_tokens}")
+    extra = set(r) - {"model", "api_base", "api_key_env", "temperature", "max_tokens"}
+    if extra:
+        raise InvalidValue(f"reflector.{sorted(extra)[0]}: unknown key (expected model, api_base, api_key_env, "
+                           "temperature, max_tokens)")
+
+
 def _common(spec: Any) -> None:
+    _loop_settings(spec)
     if not spec.model:
         raise InvalidValue("model: the proposer's model is required (e.g. openai/gpt-4o)")
     for key in ("strong", "weak"):
@@ -158,6 +244,12 @@ class EvolveSpec:
     split: str = "train"
     tier: str = "synth-evolved"
     id_prefix: str = "ev"
+    acceptance: str = "single"
+    attempts: int = 4
+    thresholds: Thresholds = attrs.field(factory=Thresholds)
+    short_circuit_strong: bool = False
+    reflector: Any = None
+    max_rounds: int | None = None
 
     def __attrs_post_init__(self) -> None:
         _common(self)
@@ -242,54 +334,151 @@ def parse_task(text: str, task_id: str, ctx: SynthContext, *, split: str, tier: 
     return task, oracle
 
 
+REFLECT_PROMPT = """A task written for AI agents that act in a world through tools was rejected.
+The task:
+{task}
+
+Why it was rejected: {reason}: {detail}
+{pattern}
+In two or three sentences, say how the next version of the task should change to be accepted: a careful agent
+must be able to solve it with the tools, a careless one must get it wrong, and its checkers must read the world's
+end state."""
+
+
+@attrs.define
+class Acceptance:
+    """How a round's proposal is accepted (see the module docstring)."""
+
+    mode: str = "single"
+    attempts: int = 4
+    thresholds: Thresholds = attrs.field(factory=Thresholds)
+    short_circuit_strong: bool = False
+    reflector: LLMSettings | None = None
+
+
+def acceptance_of(spec: Any, settings: LLMSettings) -> Acceptance:
+    """The acceptance settings of a generator's spec; the reflector defaults to the challenger's model
+    in verifiable mode and to none (plain feedback) in single mode."""
+    r = spec.reflector
+    reflector: LLMSettings | None
+    if r is None:
+        r = spec.acceptance == "verifiable"
+    if r is False:
+        reflector = None
+    elif r is True:
+        reflector = LLMSettings(settings.model, settings.api_base, settings.api_key_env, 0.0, settings.max_tokens)
+    elif isinstance(r, str):
+        reflector = LLMSettings(r, temperature=0.0)
+    else:
+        reflector = LLMSettings(r["model"], r.get("api_base"), r.get("api_key_env"), r.get("temperature", 0.0),
+                                r.get("max_tokens", 1024))
+    return Acceptance(spec.acceptance, spec.attempts, spec.thresholds, spec.short_circuit_strong, reflector)
+
+
 async def refine(ctx: SynthContext, item: Item, meter: Meter, messages: list[dict[str, Any]], *,
                  settings: LLMSettings, strong: list[dict[str, Any]], weak: list[dict[str, Any]],
                  strong_trials: int, weak_trials: int, max_weak_pass_rate: float, rounds: int, split: str,
-                 tier: str, base: Task | None = None, info: dict[str, Any] | None = None) -> Outcome:
-    """Propose -> check -> feedback, up to ``rounds`` rounds (see the module docstring)."""
+                 tier: str, base: Task | None = None, info: dict[str, Any] | None = None,
+                 acceptance: Acceptance | None = None) -> Outcome:
+    """Propose -> check -> (reflect ->) feedback, up to ``rounds`` rounds (see the module docstring).
+    Proposals and reflections are journaled steps: a rerun after a kill does not request them again."""
+    acc = acceptance or Acceptance()
     out = Outcome()
-    history = []
+    history: list[dict[str, Any]] = []
     reason, detail = "unparseable", ""
     for rnd in range(rounds):
-        text = await ctx.ask(messages, meter, salt=f"{item.id}:{item.seed}:{rnd}", settings=settings)
+        asked = list(messages)
+        text = await ctx.step(item, f"r{rnd}:proposal", meter, lambda m, asked=asked, rnd=rnd: ctx.ask(
+            asked, m, salt=f"{item.id}:{item.seed}:{rnd}", settings=settings))
         messages = [*messages, {"role": "assistant", "content": text}]
-        reason, detail, feedback, accepted = await _judge_round(
-            ctx, item, meter, text, rnd, strong=strong, weak=weak, strong_trials=strong_trials,
-            weak_trials=weak_trials, max_weak_pass_rate=max_weak_pass_rate, split=split, tier=tier, base=base)
-        history.append({"round": rnd, "reason": reason, "detail": detail[:300]})
+        extra: dict[str, Any] = {}
+        if acc.mode == "verifiable":
+            reason, detail, feedback, accepted, extra = await _verifiable_round(
+                ctx, item, meter, text, rnd, strong=strong, weak=weak, acc=acc, split=split, tier=tier, base=base)
+        else:
+            reason, detail, feedback, accepted = await _judge_round(
+                ctx, item, meter, text, rnd, strong=strong, weak=weak, strong_trials=strong_trials,
+                weak_trials=weak_trials, max_weak_pass_rate=max_weak_pass_rate, split=split, tier=tier, base=base)
+        history.append({"round": rnd, "reason": reason, "detail": detail[:300], **extra})
         if accepted is not None:
-            accepted.info.update({"rounds": rnd + 1, "history": history, **(info or {})})
+            accepted.info.update({"rounds": rnd + 1, "history": history, "acceptance": acc.mode, **(info or {})})
             out.accepted.append(accepted)
             return out
-        messages = [*messages, {"role": "user", "content": f"Rejected ({reason}): {feedback}\nRevise the task and "
-                                "answer with the corrected JSON object only."}]
+        advice = ""
+        if acc.reflector is not None and rnd + 1 < rounds:  # no advice after the last round: nobody reads it
+            prompt = REFLECT_PROMPT.format(task=text[:3000], reason=reason, detail=detail[:500],
+                                           pattern=_pattern(extra.get("attempts")))
+            advice = (await ctx.step(item, f"r{rnd}:reflect", meter, lambda m, prompt=prompt, rnd=rnd: ctx.ask(
+                [{"role": "user", "content": prompt}], m, salt=f"{item.id}:{item.seed}:{rnd}:reflect",
+                settings=acc.reflector))).strip()
+            history[-1]["reflection"] = advice[:500]
+        messages = [*messages, {"role": "user", "content": f"Rejected ({reason}): {feedback}\n"
+                                + (f"Advice: {advice}\n" if advice else "")
+                                + "Revise the task and answer with the corrected JSON object only."}]
     return out.reject(reason, detail, rounds=rounds, history=history)
+
+
+def _pattern(attempts: list[dict[str, Any]] | None) -> str:
+    """The solvers' results for the reflector (which, unlike the solvers, may know who is who)."""
+    if not attempts:
+        return ""
+    lines = []
+    for who in ("weak", "strong"):
+        rows = [a for a in attempts if a["who"] == who]
+        if rows:
+            failed = next((a.get("detail", "") for a in rows if not a["passed"]), "")
+            lines.append(f"{who}er solvers passed {sum(a['passed'] for a in rows)} of {len(rows)} attempts"
+                         + (f" (a failure: {failed})" if failed else ""))
+    return "\n".join(lines) + "\n"
+
+
+Rejection = tuple[str, str, str]  # (reason, detail, feedback for the proposer)
+
+
+@attrs.frozen
+class Screened:
+    """A proposal that passed the checks before the solvers: the task, its proposed oracle, the round's seed."""
+
+    task: Task
+    oracle: list[dict[str, Any]] | None
+    seed: int
+
+
+async def _screen(ctx: SynthContext, item: Item, meter: Meter, text: str, rnd: int, *, split: str, tier: str,
+                  base: Task | None) -> Rejection | Screened:
+    """The checks before any solver runs: a valid task, not a copy, and ``noop`` fails it."""
+    try:
+        task, oracle = parse_task(text, item.id, ctx, split=split, tier=tier, base=base)
+    except SpecError as exc:
+        msg = "; ".join(exc.messages)
+        return "invalid_task", msg, f"the task is not valid: {msg}"
+    except ValueError as exc:
+        return "unparseable", f"{exc}: {text[:200]}", f"{exc}"
+    norm = " ".join(task.instruction.lower().split())
+    known = {" ".join(t.instruction.lower().split()): t.id for t in ctx.pack.tasks}
+    if norm in known:
+        return ("duplicate", f"same request as task {known[norm]!r} of the pack",
+                f"this is the same request as the existing task {known[norm]!r}; write a different one")
+    seed = derive_seed(item.seed, "round", rnd)
+    noop = await ctx.episode(task, ComponentSpec("noop"), seed=seed, meter=meter)
+    if noop.status == "error":
+        return "invalid_task", why_failed(noop), f"the checkers crash on the untouched world: {why_failed(noop)}"
+    if noop.passed:
+        return ("noop_passes", "the checkers pass on the untouched world",
+                "the checkers already pass when the agent does nothing; they must check the change the task asks "
+                "for")
+    return Screened(task, oracle, seed)
 
 
 async def _judge_round(ctx: SynthContext, item: Item, meter: Meter, text: str, rnd: int, *,
                        strong: list[dict[str, Any]], weak: list[dict[str, Any]], strong_trials: int,
                        weak_trials: int, max_weak_pass_rate: float, split: str, tier: str,
                        base: Task | None) -> tuple[str, str, str, Accepted | None]:
-    try:
-        task, oracle = parse_task(text, item.id, ctx, split=split, tier=tier, base=base)
-    except SpecError as exc:
-        msg = "; ".join(exc.messages)
-        return "invalid_task", msg, f"the task is not valid: {msg}", None
-    except ValueError as exc:
-        return "unparseable", f"{exc}: {text[:200]}", f"{exc}", None
-    norm = " ".join(task.instruction.lower().split())
-    known = {" ".join(t.instruction.lower().split()): t.id for t in ctx.pack.tasks}
-    if norm in known:
-        return ("duplicate", f"same request as task {known[norm]!r} of the pack",
-                f"this is the same request as the existing task {known[norm]!r}; write a different one", None)
-    seed = derive_seed(item.seed, "round", rnd)
-    noop = await ctx.episode(task, ComponentSpec("noop"), seed=seed, meter=meter)
-    if noop.status == "error":
-        return "invalid_task", why_failed(noop), f"the checkers crash on the untouched world: {why_failed(noop)}", None
-    if noop.passed:
-        return ("noop_passes", "the checkers pass on the untouched world",
-                "the checkers already pass when the agent does nothing; they must check the change the task asks "
-                "for", None)
+    """One round of ``acceptance: single``: some strong solver passes, weak ones mostly fail."""
+    screened = await _screen(ctx, item, meter, text, rnd, split=split, tier=tier, base=base)
+    if not isinstance(screened, Screened):
+        return (*screened, None)
+    task, oracle, seed = screened.task, screened.oracle, screened.seed
     solution, solved_by = None, ""
     if strong:
         failures = []
@@ -331,6 +520,79 @@ async def _judge_round(ctx: SynthContext, item: Item, meter: Meter, text: str, r
                                         seed=seed, info={"solved_by": solved_by or "oracle"})
 
 
+def _attempt_row(who: str, i: int, pol: dict[str, Any], r: EpisodeResult) -> dict[str, Any]:
+    row = {"who": who, "i": i, "policy": pol.get("model", pol["type"]), "seed": r.seed, "passed": r.passed,
+           "status": r.status, "steps": len(r.trajectory.steps) if r.trajectory else 0, "requests": r.usage.requests}
+    if not r.passed:
+        row["detail"] = why_failed(r, 200)
+    return row
+
+
+async def _verifiable_round(ctx: SynthContext, item: Item, meter: Meter, text: str, rnd: int, *,
+                            strong: list[dict[str, Any]], weak: list[dict[str, Any]], acc: Acceptance, split: str,
+                            tier: str, base: Task | None,
+                            ) -> tuple[str, str, str, Accepted | None, dict[str, Any]]:
+    """One round of ``acceptance: verifiable``: N weak + N strong attempts in the world, the checkers decide."""
+    screened = await _screen(ctx, item, meter, text, rnd, split=split, tier=tier, base=base)
+    if not isinstance(screened, Screened):
+        return (*screened, None, {})
+    task, oracle, seed = screened.task, screened.oracle, screened.seed
+    n, t = acc.attempts, acc.thresholds
+    weak_cap, strong_need = t.weak_correct_max * n / 4, t.strong_correct_min * n / 4
+
+    async def attempt(who: str, i: int) -> tuple[str, int, dict[str, Any], EpisodeResult]:
+        pols = strong if who == "strong" else weak
+        pol = pols[i % len(pols)]
+        # attempt i of either side plays the same world seed: a solver cannot tell which side it is on
+        r = await ctx.stored_episode(item, f"r{rnd}:{who}:{i}", task, _cspec(pol),
+                                     seed=derive_seed(seed, "attempt", i), trial=i, meter=meter)
+        return who, i, pol, r
+
+    runs: list[tuple[str, int, dict[str, Any], EpisodeResult]] = []
+    if acc.short_circuit_strong:
+        runs += await asyncio.gather(*(attempt("weak", i) for i in range(n)))
+    else:
+        runs += await asyncio.gather(*(attempt(w, i) for w in ("weak", "strong") for i in range(n)))
+    weak_ok = sum(r.passed for w, _, _, r in runs if w == "weak")
+    rows = [_attempt_row(w, i, p, r) for w, i, p, r in runs]
+    scores: dict[str, Any] = {"attempts": n, "weak_correct": weak_ok}
+    extra: dict[str, Any] = {"attempts": rows, "scores": scores}
+    if weak_ok > weak_cap:
+        if acc.short_circuit_strong:
+            extra["short_circuited"] = True
+        return ("weak_too_strong", f"too easy: weak solvers solved {weak_ok} of {n} (at most {weak_cap:g} allowed)",
+                f"weak solvers solve {weak_ok} of {n} attempts: too easy; make it need more care (more steps, exact "
+                "values read from the data)", None, extra)
+    if acc.short_circuit_strong:
+        more = await asyncio.gather(*(attempt("strong", i) for i in range(n)))
+        runs += more
+        rows += [_attempt_row(w, i, p, r) for w, i, p, r in more]
+    strong_runs = [(p, r) for w, _, p, r in runs if w == "strong"]
+    strong_ok = sum(r.passed for _, r in strong_runs)
+    scores["strong_correct"] = strong_ok
+    if strong_ok < strong_need:
+        failed = next((why_failed(r, 200) for _, r in strong_runs if not r.passed), "")
+        return ("strong_too_weak", f"too hard or broken: strong solvers solved {strong_ok} of {n} (at least "
+                f"{strong_need:g} needed): {failed}",
+                f"strong solvers solve only {strong_ok} of {n} attempts ({failed}); make it solvable with the tools "
+                "and make the checkers match the request exactly", None, extra)
+    pol, solution = next((p, r) for p, r in strong_runs if r.passed)
+    assert solution.trajectory is not None
+    if oracle is None:
+        oracle = action_dicts(solution.trajectory)
+    replay = await ctx.episode(task, ComponentSpec("synth_replay", {"actions": oracle}), seed=seed, meter=meter)
+    if not replay.passed:
+        return ("oracle_not_reproducible", why_failed(replay),
+                f"the reference solution does not pass: {why_failed(replay)}", None, extra)
+    rationale = (f"verifiable: weak solvers solved {weak_ok} of {n} (<= {weak_cap:g}), strong {strong_ok} of {n} "
+                 f"(>= {strong_need:g}); noop fails; the oracle replays to a pass")
+    info = {"solved_by": pol.get("model", pol["type"]), "rationale": rationale, "scores": scores, "attempts": rows}
+    return "accepted", "", "", Accepted(task, solution.trajectory, solution.verdicts, oracle=oracle,
+                                        seed=solution.seed, trial=solution.trial,
+                                        scores={"weak_pass_rate": weak_ok / n, "strong_pass_rate": strong_ok / n},
+                                        info=info), extra
+
+
 def _diverse(tasks: list[Task], n: int) -> list[Task]:
     """Up to ``n`` example tasks, one per tier first (so the examples show the range of the pack)."""
     picked, tiers = [], set()
@@ -349,6 +611,7 @@ class Challenger:
     def __init__(self, spec: ChallengerSpec) -> None:
         self.spec = spec
         self.settings = LLMSettings(spec.model, spec.api_base, spec.api_key_env, spec.temperature)
+        self.acceptance = acceptance_of(spec, self.settings)
 
     def plan(self, ctx: SynthContext) -> list[Item]:
         return [Item(f"{self.spec.id_prefix}-{i:04d}", derive_seed(ctx.seed, "challenger", i), i)
@@ -367,7 +630,8 @@ class Challenger:
             number=item.payload + 1, focus=focus, oracle_key="", checkers=checker_catalog(ctx))
         return await refine(ctx, item, meter, [{"role": "user", "content": prompt}], settings=self.settings,
                             strong=s.strong, weak=s.weak, strong_trials=s.strong_trials, weak_trials=s.weak_trials,
-                            max_weak_pass_rate=s.max_weak_pass_rate, rounds=s.rounds, split=s.split, tier=s.tier)
+                            max_weak_pass_rate=s.max_weak_pass_rate, rounds=s.rounds, split=s.split, tier=s.tier,
+                            acceptance=self.acceptance)
 
 
 class Evolve:
@@ -377,6 +641,7 @@ class Evolve:
     def __init__(self, spec: EvolveSpec) -> None:
         self.spec = spec
         self.settings = LLMSettings(spec.model, spec.api_base, spec.api_key_env, spec.temperature)
+        self.acceptance = acceptance_of(spec, self.settings)
 
     def sources(self, ctx: SynthContext) -> list[tuple[Task, str]]:
         s = self.spec
@@ -413,7 +678,8 @@ class Evolve:
                             strong=s.strong, weak=s.weak, strong_trials=s.strong_trials, weak_trials=s.weak_trials,
                             max_weak_pass_rate=s.max_weak_pass_rate, rounds=s.rounds, split=s.split, tier=s.tier,
                             base=task, info={"source_task": task.id, "strategy": item.payload["strategy"],
-                                             **({"gap": item.payload.get("gap")} if item.payload.get("gap") else {})})
+                                             **({"gap": item.payload.get("gap")} if item.payload.get("gap") else {})},
+                            acceptance=self.acceptance)
 
 
 GAP_FOCUS = {

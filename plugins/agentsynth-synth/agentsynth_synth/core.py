@@ -26,11 +26,12 @@ import re
 import socket
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
 import attrs
+import msgspec
 
 from agentsynth_kernel import (
     AgentsynthError,
@@ -48,9 +49,11 @@ from agentsynth_kernel import (
     Trajectory,
     Usage,
     Verdict,
+    from_json,
     redact,
     replay_episode,
     run_episode,
+    to_builtins,
     unstructure,
 )
 
@@ -106,6 +109,28 @@ class Meter:
         if usage is not None:
             self.usage = self.usage + usage
             self.requests += usage.requests
+
+
+class Journal:
+    """The finished steps of unfinished items (a proposal, one solver attempt, a reflection), one
+    ``synth_step`` event each, written as each step lands. A rerun after a kill takes a stored step
+    from here instead of requesting it again; a finished item's steps are not loaded."""
+
+    def __init__(self, store: RunStore | None = None, generator: str = "",
+                 steps: dict[tuple[str, str], dict[str, Any]] | None = None) -> None:
+        self.store, self.generator = store, generator
+        self.steps = steps or {}
+        self.restored = 0  # steps taken from the store in this session
+
+    def get(self, item: str, key: str) -> dict[str, Any] | None:
+        return self.steps.get((item, key))
+
+    def put(self, item: str, key: str, value: Any, usage: Usage) -> None:
+        data = {"generator": self.generator, "item": item, "key": key, "value": redact(value),
+                "usage": to_builtins(usage)}
+        self.steps[(item, key)] = data
+        if self.store is not None:
+            self.store.event("synth_step", **data)
 
 
 class SynthGenerator(Protocol):
@@ -215,7 +240,32 @@ class SynthContext:
             self.run.services["llm"] = llm_client
         self.llm_client = client_for(self.run, cache=cache)
         self.llm = llm or LLMSettings()
+        self.journal = Journal()  # synthesize() gives it the run store and the steps stored before
         self._world: tuple[str, list[Any]] | None = None
+
+    async def step(self, item: Item, key: str, meter: Meter, make: Callable[[Meter], Awaitable[Any]]) -> Any:
+        """``await make(step_meter)`` once per (item, key) across sessions: a step stored by an
+        earlier, killed session is returned as stored (its requests still count on ``meter``, the
+        item's cost), a new one is stored as soon as it lands. ``make`` returns JSON-ready data."""
+        stored = self.journal.get(item.id, key)
+        if stored is not None:
+            self.journal.restored += 1
+            meter.add(msgspec.convert(stored.get("usage") or {}, Usage))
+            return stored["value"]
+        own = Meter()
+        value = await make(own)
+        meter.add(own.usage)
+        self.journal.put(item.id, key, value, own.usage)
+        return value
+
+    async def stored_episode(self, item: Item, key: str, task: Task, policy: ComponentSpec, *, seed: int,
+                             trial: int = 0, meter: Meter) -> EpisodeResult:
+        """:meth:`episode` as a journaled step (see :meth:`step`)."""
+        async def play(m: Meter) -> Any:
+            return to_builtins(await self.episode(task, policy, seed=seed, trial=trial, meter=m))
+
+        value = await self.step(item, key, meter, play)
+        return from_json(json.dumps(value), EpisodeResult)
 
     # --- LLM ------------------------------------------------------------------------------------
 
@@ -280,6 +330,7 @@ class SynthReport:
     errors: list[str] = attrs.field(factory=list)
     duration_s: float = 0.0
     per_item: list[dict[str, Any]] = attrs.field(factory=list)
+    restored_steps: int = 0  # steps of unfinished items taken from the store (not requested again)
 
     def status_lines(self) -> list[str]:
         """What `agentsynth status` prints for a generation run: accepted, rejected by reason, requests."""
@@ -299,6 +350,7 @@ class SynthReport:
             "rejected": dict(sorted(self.rejected.items())), "llm_requests": self.requests,
             "llm_requests_per_accepted": self.requests_per_accepted,
             "tokens": self.usage.prompt_tokens + self.usage.completion_tokens, "cost_usd": self.usage.cost_usd,
+            "restored_steps": self.restored_steps,
             "stopped": self.stopped, "incomplete_items": self.incomplete, "errors": self.errors,
             "duration_s": round(self.duration_s, 3),
         }
@@ -366,6 +418,7 @@ async def synthesize(generator: SynthGenerator, ctx: SynthContext, *, run_dir: P
     report = SynthReport(generator.name, len(items))
     store = _open_store(run_dir) if run_dir is not None else None
     done: set[str] = set()
+    ctx.journal = Journal(None, generator.name)
     if store is not None:
         meta = {"generator": generator.name, "params": redact(params or {}), "seed": ctx.seed,
                 "pack": {"id": ctx.pack.id, "source": ctx.pack.source, "content_hash": ctx.pack.content_hash},
@@ -385,12 +438,16 @@ async def synthesize(generator: SynthGenerator, ctx: SynthContext, *, run_dir: P
         except BaseException:
             store.close()
             raise
-        for _, kind, data in store.events():
+        events = store.events()
+        for _, kind, data in events:
             if kind == "synth_item" and data.get("generator") == generator.name:
                 done.add(data["item"])
                 report.rejected.update(r["reason"] for r in data.get("rejected", []))
                 report.requests += int(data.get("requests", 0))
         report.restored_items = len([i for i in items if i.id in done])
+        steps = {(d["item"], d["key"]): d for _, kind, d in events
+                 if kind == "synth_step" and d.get("generator") == generator.name and d.get("item") not in done}
+        ctx.journal = Journal(store, generator.name, steps)
         report.accepted = [r for r in store.results()
                            if (r.trajectory and r.trajectory.metadata.get("synth", {}).get("item")) in done]
         store.event("synth_started", generator=generator.name, pending=len(items) - report.restored_items)
@@ -456,6 +513,7 @@ async def synthesize(generator: SynthGenerator, ctx: SynthContext, *, run_dir: P
         await asyncio.gather(*(worker() for _ in range(max(1, min(concurrency, len(pending) or 1)))))
     finally:
         report.duration_s = time.perf_counter() - started
+        report.restored_steps = ctx.journal.restored
         if store is not None:
             store.event("synth_finished", stopped=report.stopped, **{k: v for k, v in report.to_dict().items()
                                                                      if k in ("accepted", "llm_requests")})
@@ -539,7 +597,7 @@ def write_jsonl(results: Sequence[EpisodeResult], path: Path) -> int:
 
 
 __all__ = [
-    "Accepted", "Item", "ItemIncomplete", "LLMSettings", "Meter", "Outcome", "SynthContext", "SynthGenerator",
+    "Accepted", "Item", "ItemIncomplete", "Journal", "LLMSettings", "Meter", "Outcome", "SynthContext", "SynthGenerator",
     "SynthReport",
     "action_dicts", "derive_seed", "parse_json_object", "synthesize", "task_record", "why_failed", "write_jsonl",
     "write_pack",

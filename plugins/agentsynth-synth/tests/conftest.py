@@ -27,13 +27,14 @@ class NotesWorld:
     """A dict of notes. ``read`` of a missing key is an error; a key with other characters than
     a-z and _ is a syntax error."""
 
-    def __init__(self, initial: dict[str, str] | None = None) -> None:
+    def __init__(self, initial: dict[str, str] | None = None, show_seed: bool = False) -> None:
         self.initial = dict(initial or {"color": "red", "size": "M"})
+        self.show_seed = show_seed  # the first observation names the episode's seed (tests tell attempts apart)
         self.notes: dict[str, str] = {}
 
     def reset(self, seed: int) -> Observation:
         self.notes = dict(self.initial)
-        return Observation(f"notes: {', '.join(sorted(self.notes))}")
+        return Observation(f"notes: {', '.join(sorted(self.notes))}" + (f" (episode {seed})" if self.show_seed else ""))
 
     def tools(self) -> list[ToolSpec]:
         obj = lambda **p: {"type": "object", "properties": p, "required": list(p)}  # noqa: E731
