@@ -1,4 +1,5 @@
-"""docs/packs.md is generated from the loader's classes and every installed plugin: it must be current."""
+"""The generated docs (docs/README.md, docs/hooks.md, docs/reference/) come from the loader's classes,
+the kernel and every installed plugin: with every plugin installed they must be current."""
 
 from __future__ import annotations
 
@@ -8,11 +9,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_pack_reference_is_current():
-    spec = importlib.util.spec_from_file_location("gen_pack_docs", ROOT / "scripts" / "gen_pack_docs.py")
+def test_pack_reference_is_current(tmp_path):
+    spec = importlib.util.spec_from_file_location("gen_reference", ROOT / "scripts" / "gen_reference.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    expected = module.render()
-    assert "| `answer_checked` | `bool` | `False` |" in expected and "### `sql` (sql)" in expected
-    actual = (ROOT / "docs" / "packs.md").read_text(encoding="utf-8")
-    assert actual == expected, "docs/packs.md is stale: run `python scripts/gen_pack_docs.py` with every plugin installed"
+    pages = module.render_all()
+    assert "| `answer_checked` | `bool` | `False` |" in pages["reference/pack.md"]
+    assert '<a id="sql"></a>' in pages["reference/components/environments.md"]
+    module.write(pages, tmp_path)  # generated into a temp dir, compared with the committed pages
+    stale = [p for p in pages if not (ROOT / "docs" / p).is_file()
+             or (ROOT / "docs" / p).read_text(encoding="utf-8") != (tmp_path / p).read_text(encoding="utf-8")]
+    committed = {f"reference/components/{p.name}" for p in (ROOT / "docs" / "reference" / "components").glob("*.md")}
+    extra = sorted(committed - set(pages))
+    assert not stale and not extra, (f"docs/ is stale: {stale}, no longer generated: {extra}: run "
+                                     "`.nox/together/bin/python scripts/gen_reference.py` with every plugin installed")

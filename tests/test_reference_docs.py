@@ -1,0 +1,255 @@
+"""The generated reference pages (docs/README.md, docs/hooks.md, docs/reference/) are current,
+deterministic and free of machine paths; their links resolve; a changed docstring, parameter or
+bound makes the check fail. The component pages depend on the installed plugins: here (the
+kernel's venv) only their built-in entries are compared; tests/integration/test_docs.py compares
+every page with every plugin installed."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import pytest
+
+import agentsynth_kernel as ak
+from agentsynth_kernel import Bounds, ComponentSpec, PluginHost, Trajectory, Verdict, hookimpl
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+SCRIPT = ROOT / "scripts" / "gen_reference.py"
+STALE = "run `.nox/together/bin/python scripts/gen_reference.py` (every plugin installed)"
+
+
+def _load(name: str) -> Any:
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def gen() -> Any:
+    return _load("gen_reference")
+
+
+def test_kernel_pages_are_current(gen, tmp_path):
+    pages = gen.render_all(kernel_only=True)
+    assert set(pages) >= {"README.md", "hooks.md", "reference/pack.md", "reference/run-spec.md",
+                          "reference/protocols.md", "reference/world-state.md", "reference/api.md"}
+    gen.write(pages, tmp_path)
+    stale = [path for path in pages if not (DOCS / path).is_file()
+             or (DOCS / path).read_text(encoding="utf-8") != (tmp_path / path).read_text(encoding="utf-8")]
+    assert not stale, f"docs/ pages are stale: {stale}: {STALE}"
+
+
+def test_built_in_components_are_current_on_their_pages(gen):
+    """The kernel's own components, rendered here, appear verbatim on the committed pages (which
+    were generated with every plugin installed)."""
+    host = gen._kernel_host()
+    checked = 0
+    for kind in gen.component_kinds():
+        page = gen.page_of(kind)
+        text = (DOCS / page).read_text(encoding="utf-8")
+        for reg in host.registry[kind].values():
+            entry = gen._finish(gen.render_component(kind, reg, page, host)).rstrip()
+            assert entry in text, f"docs/{page}: the entry of {kind} {reg.name!r} is stale: {STALE}"
+            checked += 1
+    assert checked >= 10  # the built-in policies, checkers and the local executor
+
+
+def test_generation_is_deterministic_and_names_no_machine_path(gen):
+    first = gen.render_all(kernel_only=True)
+    again = _load("gen_reference").render_all(kernel_only=True)  # a fresh module: no cache shared
+    assert first == again
+    home = str(Path.home())
+    for path, text in first.items():
+        assert str(ROOT) not in text and sys.prefix not in text, path
+        assert home == "/" or home not in text, path
+        assert " at 0x" not in text and "site-packages" not in text, path
+
+
+def test_a_changed_docstring_makes_the_check_fail(gen, tmp_path, monkeypatch):
+    gen.write(gen.render_all(kernel_only=True), tmp_path)
+    assert gen.stale_pages(gen.render_all(kernel_only=True), tmp_path) == []
+    monkeypatch.setattr(Verdict, "__doc__", "A checker's decision, changed without regenerating the pages.")
+    assert gen.stale_pages(gen.render_all(kernel_only=True), tmp_path) == ["reference/protocols.md"]
+
+
+def test_a_changed_hook_docstring_makes_the_check_fail(gen, tmp_path, monkeypatch):
+    from agentsynth_kernel import hookspecs
+
+    gen.write(gen.render_all(kernel_only=True), tmp_path)
+    monkeypatch.setattr(hookspecs.run_started, "__doc__", "Changed.\n\nExample::\n\n    @hookimpl\n")
+    assert gen.stale_pages(gen.render_all(kernel_only=True), tmp_path) == ["hooks.md"]
+
+
+class _Probe:
+    """Counts rows (a throw-away checker for the tests)."""
+
+    def __init__(self, query: str, limit: Annotated[int, Bounds(low=1, high=9)] = 3) -> None:
+        self.query, self.limit = query, limit
+
+    def check(self, env: Any, trajectory: Trajectory) -> Verdict:
+        return Verdict("probe", False)
+
+
+class _ProbeWithMore(_Probe):
+    """Counts rows (a throw-away checker for the tests)."""
+
+    def __init__(self, query: str, limit: Annotated[int, Bounds(low=1, high=9)] = 3, strict: bool = False) -> None:
+        super().__init__(query, limit)
+
+
+class _Talk:
+    """Reads the answer only."""
+
+    world_state = False
+
+    def check(self, env: Any, trajectory: Trajectory) -> Verdict:
+        return Verdict("talk", False)
+
+
+class _Wrap:
+    """Reads the world when its inner checker does."""
+
+    def __init__(self, inner: str) -> None:
+        self.inner = inner
+
+    @staticmethod
+    def world_state_for(params: dict[str, Any]) -> bool:
+        return params.get("inner") == "probe"
+
+    def check(self, env: Any, trajectory: Trajectory) -> Verdict:
+        return Verdict("wrap", False)
+
+
+def _host(*checkers: tuple[str, Any]) -> PluginHost:
+    class Plugin:
+        @hookimpl
+        def register_checkers(self, register: Any) -> None:
+            for name, factory in checkers:
+                register(name, factory, description=f"the {name} checker")
+
+    host = PluginHost()
+    info = host.add_plugin(Plugin(), "throwaway")
+    assert info.loaded and not info.errors, info.errors
+    return host
+
+
+def test_a_changed_parameter_makes_the_component_check_fail(gen):
+    before = gen.render_kind("checker", _host(("probe", _Probe)))
+    assert "| `limit` | `int` | `3` | >= 1 and <= 9 |" in before
+    assert "[reads the world's end state](../world-state.md#decision): yes" in before
+    after = gen.render_kind("checker", _host(("probe", _ProbeWithMore)))
+    assert after != before and "| `strict` | `bool` | `False` |" in after
+
+
+def test_world_state_decisions_agree_with_the_gate(gen):
+    host = _host(("probe", _Probe), ("talk", _Talk), ("wrap", _Wrap))
+    decisions = {name: gen.world_state_decision(reg)[0] for name, reg in host.registry["checker"].items()}
+    assert decisions == {"probe": "yes", "talk": "no", "wrap": "depends"}
+    assert ak.is_world_state(ComponentSpec("wrap", {"inner": "probe"}), host)
+    assert not ak.is_world_state(ComponentSpec("wrap", {"inner": "talk"}), host)
+    real = ak.get_host()  # every checker installed here (the built-ins, the test world's)
+    for name, reg in real.registry["checker"].items():
+        verdict, why = gen.world_state_decision(reg)
+        if verdict != "depends":
+            assert (verdict == "yes") == ak.is_world_state(ComponentSpec(name), real), (name, why)
+
+
+def test_hook_page_renders_cross_references_as_links():
+    hooks = _load("gen_hook_docs")
+    unresolved: list[str] = []
+    text = hooks.render(unresolved)
+    assert unresolved == [], f"hookspec cross-references with no reference page: {unresolved}"
+    assert not re.search(r":(class|func|meth|mod|attr|exc):`", text)
+    assert "[`Environment`](reference/protocols.md#environment)" in text
+    assert "Example::" not in text and "```python\n@hookimpl" in text
+
+
+def _anchors(text: str) -> set[str]:
+    return set(re.findall(r'<a id="([^"]+)"></a>', text))
+
+
+def test_every_link_of_the_committed_pages_resolves():
+    pages = sorted([DOCS / "README.md", DOCS / "hooks.md", *(DOCS / "reference").rglob("*.md")])
+    assert len(pages) >= 15
+    problems = []
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            if re.match(r"[a-z]+:", target):
+                continue
+            file, _, anchor_id = target.partition("#")
+            dest = (page.parent / file).resolve() if file else page
+            if not dest.is_file():
+                problems.append(f"{page.relative_to(ROOT)}: {target}: no such file")
+            elif anchor_id and dest.suffix == ".md" and anchor_id not in _anchors(dest.read_text(encoding="utf-8")):
+                problems.append(f"{page.relative_to(ROOT)}: {target}: no anchor {anchor_id!r}")
+    assert not problems, "\n".join(problems)
+
+
+def test_every_kind_has_a_page_and_the_index_links_it(gen):
+    index = (DOCS / "README.md").read_text(encoding="utf-8")
+    for kind in gen._kernel_host().registry:
+        assert kind in gen.component_kinds()
+        assert f"({gen.page_of(kind)})" in index, kind
+
+
+def test_fallback_field_docs_name_real_fields_without_a_comment(gen):
+    import attrs
+    import msgspec
+
+    for key in gen.FIELD_DOCS:
+        cls_name, _, field = key.partition(".")
+        cls = getattr(ak, cls_name)
+        names = ([f.name for f in attrs.fields(cls) if f.init] if attrs.has(cls)
+                 else [f.name for f in msgspec.structs.fields(cls)])
+        assert field in names, f"FIELD_DOCS[{key!r}]: {cls_name} has no field {field!r}"
+        assert field not in gen.field_comments(cls), f"FIELD_DOCS[{key!r}]: the source comment says it now; remove it"
+
+
+def test_field_docs_come_from_source_comments(gen):
+    pack_page = (DOCS / "reference" / "pack.md").read_text(encoding="utf-8")
+    assert "| `answer_checked` | `bool` | `False` | A pack over a world with no state to read" in pack_page
+    assert "turn" in gen.field_comments(ak.Step)
+
+
+def test_documented_oracle_action_forms_are_accepted():
+    """The forms the pack page lists are what the oracle policy's parser accepts."""
+    text = (DOCS / "reference" / "pack.md").read_text(encoding="utf-8")
+    forms = re.findall(r"^\| `(\{.*?\})` \|", text, re.M)
+    assert len(forms) == 3
+    kinds = []
+    for form in forms:
+        value = json.loads(form.replace("NAME", '"t"').replace("TEXT", '"x"').replace("{...}", '{"a": 1}'))
+        kinds.append(type(ak.to_action(value)).__name__)
+    assert kinds == ["ToolCall", "ToolCall", "Answer"]
+
+
+def test_the_command_checks_and_writes(tmp_path):
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, str(SCRIPT), "--kernel-only", *args], capture_output=True,
+                              text=True, timeout=120)
+
+    out = tmp_path / "docs"
+    written = run("--docs", str(out))
+    assert written.returncode == 0, written.stderr
+    assert run("--check", "--docs", str(out)).returncode == 0
+    page = out / "reference" / "run-spec.md"
+    page.write_text(page.read_text(encoding="utf-8").replace("Episodes per task", "Trials"), encoding="utf-8")
+    stale = run("--check", "--docs", str(out))
+    assert stale.returncode == 1 and "reference/run-spec.md: stale" in stale.stderr
+    assert "Traceback" not in stale.stderr
+    not_a_dir = tmp_path / "file.md"
+    not_a_dir.write_text("x", encoding="utf-8")
+    bad = run("--docs", str(not_a_dir))
+    assert bad.returncode == 2 and f"{not_a_dir}: --docs: expected a directory" in bad.stderr
+    assert "Traceback" not in bad.stderr
