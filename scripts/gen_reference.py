@@ -375,32 +375,15 @@ def field_comments(cls: type) -> dict[str, str]:
     source = class_source(cls)
     if not source:
         return {}
-    comments: dict[int, tuple[str, bool]] = {}  # line -> (text, the line is only a comment)
-    lines = source.splitlines()
-    try:
-        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
-            if tok.type == tokenize.COMMENT:
-                row = tok.start[0]
-                only = lines[row - 1].strip().startswith("#")
-                comments[row] = (tok.string.lstrip("#").strip(), only)
-    except (tokenize.TokenError, SyntaxError):
-        return {}
+    comments = _comments(source)
     tree = ast.parse(source)
     classdef = next((n for n in tree.body if isinstance(n, ast.ClassDef)), None)
     out: dict[str, str] = {}
     for node in classdef.body if classdef else []:
-        if not (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)):
-            continue
-        above: list[str] = []
-        row = node.lineno - 1
-        while row in comments and comments[row][1] and not comments[row][0].startswith("---"):
-            above.insert(0, comments[row][0])
-            row -= 1
-        beside = [comments[r][0] for r in range(node.lineno, (node.end_lineno or node.lineno) + 1)
-                  if r in comments and not comments[r][1]]
-        text = " ".join([*above, *beside]).strip()
-        if text:
-            out[node.target.id] = text
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            text = _comment_for(comments, node.lineno, node.end_lineno or node.lineno)
+            if text:
+                out[node.target.id] = text
     return out
 
 
@@ -425,10 +408,22 @@ class Param:
 
 
 def _hints(target: Any) -> dict[str, Any]:
+    """Evaluated annotations (``Annotated`` kept). When one names something imported only for type
+    checkers, the others are still evaluated one at a time; that one stays a string."""
     try:
         return dict(typing.get_type_hints(target, include_extras=True))
-    except Exception:  # noqa: BLE001 - a name imported for type checkers only: the raw annotations
-        return dict(getattr(target, "__annotations__", {}) or {})
+    except Exception:  # noqa: BLE001 - fall back to one annotation at a time
+        pass
+    raw = dict(getattr(target, "__annotations__", {}) or {})
+    namespace = dict(getattr(inspect.unwrap(target), "__globals__", None) or
+                     vars(sys.modules.get(getattr(target, "__module__", ""), types.ModuleType("_"))))
+    out = {}
+    for name, annotation in raw.items():
+        try:
+            out[name] = eval(annotation, namespace) if isinstance(annotation, str) else annotation  # noqa: S307
+        except Exception:  # noqa: BLE001 - unresolvable: shown as written
+            out[name] = annotation
+    return out
 
 
 def class_params(cls: type) -> list[Param]:
@@ -454,6 +449,51 @@ def class_params(cls: type) -> list[Param]:
     return []
 
 
+@functools.cache
+def param_comments(fn: Any) -> dict[str, str]:
+    """A function's parameter docs from its source: the comment beside a parameter, or the ``#``
+    lines right above it inside the signature."""
+    try:
+        source = textwrap.dedent(inspect.getsource(inspect.unwrap(fn)))
+        tree = ast.parse(source)
+    except (OSError, TypeError, SyntaxError, IndentationError):
+        return {}
+    node = tree.body[0] if tree.body else None
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return {}
+    comments = _comments(source)
+    out = {}
+    for arg in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]:
+        text = _comment_for(comments, arg.lineno, arg.lineno, stop=node.lineno)
+        if text:
+            out[arg.arg] = text
+    return out
+
+
+def _comments(source: str) -> dict[int, tuple[str, bool]]:
+    """Line -> (comment text, the line is only a comment)."""
+    lines = source.splitlines()
+    out: dict[int, tuple[str, bool]] = {}
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+            if tok.type == tokenize.COMMENT:
+                row = tok.start[0]
+                out[row] = (tok.string.lstrip("#").strip(), lines[row - 1].strip().startswith("#"))
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return {}
+    return out
+
+
+def _comment_for(comments: dict[int, tuple[str, bool]], first: int, last: int, stop: int = 0) -> str:
+    above: list[str] = []
+    row = first - 1
+    while row > stop and row in comments and comments[row][1] and not comments[row][0].startswith("---"):
+        above.insert(0, comments[row][0])
+        row -= 1
+    beside = [comments[r][0] for r in range(first, last + 1) if r in comments and not comments[r][1]]
+    return " ".join([*above, *beside]).strip()
+
+
 def factory_params(factory: Any) -> list[Param]:
     """The YAML keys of a factory without a spec class: its keyword parameters, minus context."""
     target = factory.__init__ if inspect.isclass(factory) else factory
@@ -469,7 +509,7 @@ def factory_params(factory: Any) -> list[Param]:
         hint = hints.get(name, param.annotation)
         tp = "" if hint is param.empty else type_text(hint)
         default = "required" if param.default is param.empty else shown(param.default)
-        out.append(Param(name, tp, default, bounds_text(hint)))
+        out.append(Param(name, tp, default, bounds_text(hint), param_comments(target).get(name, "")))
     return out
 
 
@@ -1085,7 +1125,9 @@ def render_kind(kind: str, host: Any) -> str:
         _generated(f"what the installed plugins register as `{kind}`"),
         "",
     ]
-    if where:
+    if kind == "pack":
+        lines += [f"Used as {where}; [pack.md](../pack.md) describes the format of a pack.", ""]
+    elif where:
         lines += [f"Used as {where}. A component is `{{type: NAME, ...keys}}` or just `NAME`; unknown keys are "
                   "errors, and every key is checked against the type below when the spec is loaded.", ""]
     if protocol:

@@ -93,7 +93,9 @@ def test_a_changed_hook_docstring_makes_the_check_fail(gen, tmp_path, monkeypatc
 class _Probe:
     """Counts rows (a throw-away checker for the tests)."""
 
-    def __init__(self, query: str, limit: Annotated[int, Bounds(low=1, high=9)] = 3) -> None:
+    def __init__(self, query: str,
+                 limit: Annotated[int, Bounds(low=1, high=9)] = 3,  # rows counted at most
+                 ) -> None:
         self.query, self.limit = query, limit
 
     def check(self, env: Any, trajectory: Trajectory) -> Verdict:
@@ -145,7 +147,7 @@ def _host(*checkers: tuple[str, Any]) -> PluginHost:
 
 def test_a_changed_parameter_makes_the_component_check_fail(gen):
     before = gen.render_kind("checker", _host(("probe", _Probe)))
-    assert "| `limit` | `int` | `3` | >= 1 and <= 9 |" in before
+    assert "| `limit` | `int` | `3` | >= 1 and <= 9 | rows counted at most |" in before
     assert "[reads the world's end state](../world-state.md#decision): yes" in before
     after = gen.render_kind("checker", _host(("probe", _ProbeWithMore)))
     assert after != before and "| `strict` | `bool` | `False` |" in after
