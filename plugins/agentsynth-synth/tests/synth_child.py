@@ -1,4 +1,6 @@
-"""Run back_translation in a child process (killed by test_kill.py): the notes world is registered here."""
+"""Run a generator in a child process (killed by the kill tests): the notes world is registered here.
+
+``synth_child.py PACK RUN_DIR PARAMS_JSON [GENERATOR]`` (default back_translation)."""
 
 import json
 import sys
@@ -12,5 +14,6 @@ from conftest import _TestPlugin  # noqa: E402
 
 if __name__ == "__main__":
     pack_dir, run_dir, params = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+    name = sys.argv[4] if len(sys.argv) > 4 else "back_translation"
     get_host().add_plugin(_TestPlugin(), "synth-tests")
-    run_generator("back_translation", pack_dir, params, run_dir=run_dir, cache=False, concurrency=2)
+    run_generator(name, pack_dir, params, run_dir=run_dir, cache=False, concurrency=2)
