@@ -395,7 +395,7 @@ def field_doc(cls: type, name: str, metadata: Any = None) -> str:
         found = field_comments(klass).get(name) if isinstance(klass, type) else None
         if found:
             return found
-    return FIELD_DOCS.get(f"{cls.__name__}.{name}", "")
+    return FIELD_DOCS.get(f"{cls.__name__}.{name}", "") or docstring_args(cls).get(name, "")
 
 
 @attrs.frozen
@@ -494,6 +494,21 @@ def _comment_for(comments: dict[int, tuple[str, bool]], first: int, last: int, s
     return " ".join([*above, *beside]).strip()
 
 
+def docstring_args(obj: Any) -> dict[str, str]:
+    """``name: text`` items of the Google-style ``Args:`` sections of a factory's docstrings (the
+    class's and its ``__init__``'s)."""
+    out: dict[str, str] = {}
+    texts = [doc_of(obj)] + ([doc_of(vars(obj).get("__init__"))] if inspect.isclass(obj) and "__init__" in vars(obj)
+                             else [])
+    for text in texts:
+        for line in _google_sections(text).split("\n"):
+            item = re.match(r"^- ((?:`\w+`(?:, )?)+)(?: \([^)]*\))?: (.*)$", line)
+            if item:
+                for name in re.findall(r"`(\w+)`", item.group(1)):
+                    out.setdefault(name, item.group(2))
+    return out
+
+
 def factory_params(factory: Any) -> list[Param]:
     """The YAML keys of a factory without a spec class: its keyword parameters, minus context."""
     target = factory.__init__ if inspect.isclass(factory) else factory
@@ -509,7 +524,8 @@ def factory_params(factory: Any) -> list[Param]:
         hint = hints.get(name, param.annotation)
         tp = "" if hint is param.empty else type_text(hint)
         default = "required" if param.default is param.empty else shown(param.default)
-        out.append(Param(name, tp, default, bounds_text(hint), param_comments(target).get(name, "")))
+        doc = param_comments(target).get(name, "") or docstring_args(factory).get(name, "")
+        out.append(Param(name, tp, default, bounds_text(hint), doc))
     return out
 
 
@@ -660,7 +676,7 @@ def render_roles(text: str, page: str, unresolved: list[str] | None = None) -> s
 def render_doc(text: str, page: str, unresolved: list[str] | None = None) -> str:
     """A docstring as Markdown: roles as links, an RST literal block (``Example::`` and the indented
     lines after it) as ``Example:`` and a fenced code block."""
-    text = render_roles(text, page, unresolved)
+    text = _google_sections(render_roles(text, page, unresolved))
     lines, out, i = text.split("\n"), [], 0
     while i < len(lines):
         line = lines[i]
@@ -685,6 +701,49 @@ def render_doc(text: str, page: str, unresolved: list[str] | None = None) -> str
             i += 1
             continue
         out += ["", "```" + _language(body), *body.split("\n"), "```"]
+        i = j
+    return "\n".join(out)
+
+
+_SECTION = re.compile(r"^(\s*)(Args|Arguments|Parameters|Keys|Returns|Raises|Yields|Attributes):\s*$")
+_ITEM = re.compile(r"^([\w*][\w*, ]*?)(?: \(([^)]*)\))?: (.*)$")
+
+
+def _google_sections(text: str) -> str:
+    """Google-style ``Args:`` sections (indented ``name: text`` lines) as a bold label and a list;
+    Markdown would run their lines into one paragraph."""
+    lines, out, i = text.split("\n"), [], 0
+    while i < len(lines):
+        match = _SECTION.match(lines[i])
+        if not match:
+            out.append(lines[i])
+            i += 1
+            continue
+        indent = len(match.group(1))
+        j = i + 1
+        items: list[str] = []
+        while j < len(lines) and lines[j].strip() and len(lines[j]) - len(lines[j].lstrip()) > indent:
+            line = lines[j].strip()
+            item = _ITEM.match(line)
+            deeper = items and len(lines[j]) - len(lines[j].lstrip()) > indent + 4
+            if item and not deeper:
+                names = ", ".join(f"`{n.strip()}`" for n in item.group(1).split(","))
+                kind = f" ({item.group(2)})" if item.group(2) else ""
+                items.append(f"- {names}{kind}: {item.group(3)}")
+            elif items:
+                items[-1] += " " + line
+            else:
+                items.append(f"- {line}")
+            j += 1
+        if not items:
+            out.append(lines[i])
+            i += 1
+            continue
+        if out and out[-1].strip():
+            out.append("")
+        out += [f"**{match.group(2)}:**", "", *items]
+        if j < len(lines) and lines[j].strip():
+            out.append("")
         i = j
     return "\n".join(out)
 
@@ -795,8 +854,8 @@ def render_api() -> str:
 
 
 def _generated(what: str) -> str:
-    return (f"Generated from {what} by `scripts/gen_reference.py`; do not edit by hand "
-            f"(regenerate: {REGENERATE}).")
+    return (f"Generated from {what} by `scripts/gen_reference.py`; do not edit by hand. Regenerate with "
+            "every plugin installed: `.nox/together/bin/python scripts/gen_reference.py`.")
 
 
 def _finish(lines: list[str]) -> str:

@@ -119,7 +119,12 @@ class _Talk:
 
 
 class _Wrap:
-    """Reads the world when its inner checker does."""
+    """Reads the world when its inner checker does.
+
+    Args:
+        inner: the name of the checker
+            it wraps
+    """
 
     def __init__(self, inner: str) -> None:
         self.inner = inner
@@ -151,6 +156,9 @@ def test_a_changed_parameter_makes_the_component_check_fail(gen):
     assert "[reads the world's end state](../world-state.md#decision): yes" in before
     after = gen.render_kind("checker", _host(("probe", _ProbeWithMore)))
     assert after != before and "| `strict` | `bool` | `False` |" in after
+    wrap = gen.render_kind("checker", _host(("wrap", _Wrap)))  # a key's doc from the Args: section
+    assert "| `inner` | `str` | `required` | the name of the checker it wraps |" in wrap
+    assert "**Args:**\n\n- `inner`: the name of the checker it wraps" in wrap
 
 
 def test_world_state_decisions_agree_with_the_gate(gen):
