@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -257,3 +258,187 @@ def rubric(rubric_file: Path) -> None:
     click.echo(f"rubric {r.name!r}: {len(r.dimensions)} dimensions, pass threshold {r.pass_threshold:g}")
     for name, weight in r.weights().items():
         click.echo(f"  {name:<20} {weight:.3f}")
+
+
+def _read_runs(run_dirs: Sequence[Path]) -> tuple[list[tuple[str, Any]], list[dict[str, Any]], dict[str, Any]]:
+    """(run_dir, episode) pairs, each run's identity and the first run's spec; a bad directory is an error
+    naming it."""
+    from .calibrate import read_run
+    from .learned import run_info
+
+    pairs: list[tuple[str, Any]] = []
+    infos: list[dict[str, Any]] = []
+    first: dict[str, Any] = {}
+    for i, run_dir in enumerate(run_dirs):
+        info = run_info(run_dir)
+        found, spec = read_run(run_dir)
+        info["episodes"] = len(found)
+        infos.append(info)
+        pairs += [(str(run_dir), r) for r in found]
+        first = spec if i == 0 else first
+    return pairs, infos, first
+
+
+def _write_json(json_path: str, data: Any) -> None:
+    text = json.dumps(data, indent=2, default=str)
+    if json_path == "-":
+        click.echo(text)
+        return
+    Path(json_path).parent.mkdir(parents=True, exist_ok=True)
+    Path(json_path).write_text(text + "\n", encoding="utf-8")
+
+
+def _judge_arg(spec: str, run_spec: dict[str, Any]) -> tuple[Any, str]:
+    """A judge named by a type (``heuristic``) or a YAML file (``judge.yaml``)."""
+    path = Path(spec)
+    if spec.endswith((".yaml", ".yml")) or path.is_file():
+        return _judge_from_options(None, path, run_spec)
+    return _judge_from_options(spec, None, run_spec)
+
+
+@judge.command()
+@click.argument("run_dirs", metavar="RUN_DIR...", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--labels", default="verdicts", show_default=True, metavar="verdicts|judge|judge:NAME",
+              help="What a trajectory's label is: the world's verdict, the run's stored judge scores, or a judge "
+                   "(type or YAML file) that scores every trajectory now.")
+@click.option("-o", "--output", type=click.Path(path_type=Path), required=True, help="The verifier file to write.")
+@click.option("--label-threshold", type=click.FloatRange(0, 1), help="Pass threshold on a judge's score (default: "
+              "the judge's own pass/fail).")
+@click.option("--with-verdicts", is_flag=True, help="A labelling judge sees the verdicts (default: blind).")
+@click.option("--test-size", type=click.FloatRange(0.05, 0.5), default=0.25, show_default=True,
+              help="Share of the episodes held out for the report.")
+@click.option("--calibration", type=click.Choice(["auto", "sigmoid", "isotonic"]), default="auto", show_default=True,
+              help="How probabilities are calibrated (auto: isotonic from 50 training episodes of each class, else sigmoid).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the split and the folds.")
+@click.option("--json", "json_path", metavar="PATH", help="Write the report as JSON ('-' for stdout).")
+def train(run_dirs: tuple[Path, ...], labels: str, output: Path, label_threshold: float | None, with_verdicts: bool,
+          test_size: float, calibration: str, seed: int, json_path: str | None) -> None:
+    """Train a learned verifier on the trajectories of one or more runs.
+
+    A small calibrated classifier (scikit-learn) predicts P(pass) from the trajectory alone (tool
+    calls, errors, the answer's words; never the stored verdicts). The report gives the held-out
+    Brier score, agreement, ROC AUC and calibration error; the file keeps the training runs' hashes,
+    the label source, the feature and library versions and the model's content hash.
+    """
+    from .learned import label_examples, parse_labels, report_lines, train_verifier
+
+    kind, name = parse_labels(labels)
+    pairs, infos, run_spec = _read_runs(run_dirs)
+    judge_obj, source = None, "verdicts" if kind == "verdicts" else "judge (stored scores)"
+    if name is not None:
+        judge_obj, label = _judge_arg(name, run_spec)
+        source = f"judge:{label}" + (" (saw the verdicts)" if with_verdicts else "")
+    examples, skipped = asyncio.run(label_examples(pairs, kind, judge_obj, threshold=label_threshold,
+                                                   with_verdicts=with_verdicts))
+    if not examples:
+        why = ", ".join(f"{n} {w}" for w, n in sorted(skipped.items())) or "no episodes"
+        from .learned import VerifierError
+
+        raise VerifierError(f"{', '.join(map(str, run_dirs))}: no labelled episodes ({labels}): {why}")
+    verifier, report = train_verifier(examples, label_source=source, runs=infos, test_size=test_size, seed=seed,
+                                      calibration=calibration, label_threshold=label_threshold)
+    report["skipped"] = skipped
+    verifier.save(output)
+    report["verifier"] = str(output)
+    report["model_sha256"] = verifier.provenance["model_sha256"]
+    if json_path:
+        _write_json(json_path, report)
+        if json_path == "-":
+            return
+    click.echo(f"verifier ({source}) on {', '.join(map(str, run_dirs))} -> {output}")
+    for line in report_lines(report):
+        click.echo(line)
+    if skipped:
+        click.echo("  skipped: " + ", ".join(f"{n} {w}" for w, n in sorted(skipped.items())))
+
+
+@judge.command("verifier")
+@click.argument("verifier_file", type=click.Path(path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print the whole provenance as JSON.")
+def verifier_info(verifier_file: Path, as_json: bool) -> None:
+    """Show a verifier file's provenance (checked: format, feature version, content hash)."""
+    from .learned import describe, read_provenance, report_lines
+
+    prov, _ = read_provenance(verifier_file)
+    if as_json:
+        click.echo(json.dumps(prov, indent=2, default=str))
+        return
+    click.echo(describe(prov))
+    for line in report_lines(prov["report"]):
+        click.echo(line)
+
+
+@judge.command()
+@click.argument("run_dirs", metavar="RUN_DIR...", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--verifier", "verifier_file", type=click.Path(path_type=Path), required=True,
+              help="A verifier file made by 'agentsynth judge train'.")
+@click.option("-o", "--output", type=click.Path(path_type=Path), required=True, help="JSONL file, one row per episode.")
+@click.option("--accept-above", type=click.FloatRange(0, 1), default=0.9, show_default=True,
+              help="Accept without the judge when P(pass) is at least this.")
+@click.option("--drop-below", type=click.FloatRange(0, 1), default=0.1, show_default=True,
+              help="Drop without the judge when P(pass) is at most this.")
+@click.option("--judge", "judge_arg", metavar="TYPE|FILE",
+              help="The judge for the borderline band: a type or a YAML judge spec (default: the run's judge, "
+                   "else heuristic).")
+@click.option("--ood", type=click.Choice(["judge", "trust"]), default="judge", show_default=True,
+              help="Items out of the verifier's training distribution: to the judge, or trust the probability.")
+@click.option("--with-verdicts", is_flag=True, help="The judge sees the checkers' verdicts (default: blind).")
+@click.option("--compare", is_flag=True, help="Also judge the auto-decided items, to measure the agreement routing "
+              "loses (spends the calls routing saves).")
+@click.option("--concurrency", type=click.IntRange(min=1), help="Judgements in flight (default 8; 1 for a local model).")
+@click.option("--json", "json_path", metavar="PATH", help="Write the report as JSON ('-' for stdout).")
+def route(run_dirs: tuple[Path, ...], verifier_file: Path, output: Path, accept_above: float, drop_below: float,
+          judge_arg: str | None, ood: str, with_verdicts: bool, compare: bool, concurrency: int | None,
+          json_path: str | None) -> None:
+    """Auto-accept the confident passes, auto-drop the confident fails, judge only the borderline band.
+
+    The verifier's calibrated P(pass) decides an item when it is at least --accept-above or at
+    most --drop-below and the item is like the verifier's training data; every other item goes to
+    the judge. Rows are written as they are decided; the report gives the judge calls saved and,
+    where the world's verdict is known (and with --compare, against judging everything), the
+    agreement routing keeps.
+    """
+    from .learned import load_verifier
+    from .routing import check_thresholds, route_results
+
+    check_thresholds(accept_above, drop_below)
+    verifier = load_verifier(verifier_file)
+    pairs, _infos, run_spec = _read_runs(run_dirs)
+    judge_obj, label = _judge_arg(judge_arg, run_spec) if judge_arg else _judge_from_options(None, None, run_spec)
+    if concurrency is None:
+        concurrency = 1 if _uses_local_model(judge_obj) else 8
+    output.parent.mkdir(parents=True, exist_ok=True)
+    with output.open("w", encoding="utf-8") as fp:
+        def write(row: dict[str, Any]) -> None:
+            fp.write(json.dumps(row, default=str) + "\n")
+            fp.flush()
+
+        report = asyncio.run(route_results(pairs, verifier, judge_obj, accept_above=accept_above,
+                                           drop_below=drop_below, ood=ood, with_verdicts=with_verdicts,
+                                           compare=compare, concurrency=concurrency, on_row=write))
+    data = report.to_dict()
+    data.update(verifier=verifier.id, judge=label, accept_above=accept_above, drop_below=drop_below, ood=ood,
+                output=str(output), run_dirs=[str(d) for d in run_dirs])
+    if json_path:
+        _write_json(json_path, data)
+    if json_path != "-":
+        w = data["vs_world"]
+        click.echo(f"route {', '.join(map(str, run_dirs))} with verifier {verifier.id} (accept >= {accept_above:g}, "
+                   f"drop <= {drop_below:g}), judge {label}: {data['n']} episodes -> {output}")
+        click.echo(f"  auto-accepted {data['accepted']}   auto-dropped {data['dropped']}   judged {data['judged']} "
+                   f"({data['novel']} out of distribution)   undecided {data['undecided']}")
+        click.echo(f"  judge calls {data['judge_calls']}, saved {data['judge_calls_saved']} "
+                   f"({_fmt(data['saved_fraction'])})")
+        if w["n"]:
+            click.echo(f"  agreement with the world's verdicts: routed {_fmt(w['routed'])} (auto {_fmt(w['auto'])} "
+                       f"on {w['auto_n']}, judged {_fmt(w['judged'])} on {w['judged_n']})")
+        full = data.get("vs_judge_all")
+        if full:
+            click.echo(f"  vs judging everything ({full['compare_calls']} extra calls): agreement "
+                       f"{_fmt(full['agreement'])}, agreement lost {_fmt(full['agreement_lost'])}")
+    if report.judge_errors:
+        click.echo(f"{report.judge_errors} judge call(s) failed: those rows have 'error' and no decision", err=True)
+    if report.stopped:
+        click.echo(report.stopped, err=True)
+    if report.stopped or (report.judge_calls and report.judge_errors == report.judge_calls):
+        raise SystemExit(1)

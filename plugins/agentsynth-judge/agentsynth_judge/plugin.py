@@ -1,4 +1,4 @@
-"""The agentsynth plugin: judges ``heuristic``, ``llm``, ``ensemble`` and the ``agentsynth judge`` command."""
+"""The agentsynth plugin: judges ``heuristic``, ``llm``, ``ensemble``, ``learned``, ``routed`` and the ``agentsynth judge`` command."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from agentsynth_kernel import hookimpl
 from .ensemble import EnsembleSpec, make_ensemble
 from .heuristic import HeuristicSpec, make_heuristic
 from .llm_judge import LLMJudgeSpec, make_llm
+from .routing import LearnedSpec, RoutedSpec, make_learned, make_routed
 
 
 @hookimpl
@@ -19,6 +20,10 @@ def register_judges(register: Any) -> None:
              description="A chat model scores the rubric (validated JSON, re-asked when invalid), via the kernel LLM client")
     register("ensemble", make_ensemble, spec_cls=EnsembleSpec,
              description="Several judges aggregated by mean / median / majority, with agreement stats")
+    register("learned", make_learned, spec_cls=LearnedSpec,
+             description="A learned verifier's calibrated P(pass) (agentsynth judge train; needs the 'learned' extra)")
+    register("routed", make_routed, spec_cls=RoutedSpec,
+             description="A learned verifier decides the confident items, a real judge the borderline band")
 
 
 @hookimpl

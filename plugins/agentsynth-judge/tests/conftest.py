@@ -145,3 +145,52 @@ FAIL = [Verdict("note_equals", False, 0.0)]
 def write_spec(path: Path, text: str) -> Path:
     path.write_text(text, encoding="utf-8")
     return path
+
+
+# --- labelled runs of a real pack (the `core` pack of agentsynth-sql) for the learned verifier -----------
+
+SLOPPY = Path(__file__).with_name("sloppy_agent.py")
+CORE_POLICIES = {
+    "oracle": ("oracle", 1, None),
+    "noop": ("noop", 1, None),
+    "random": ("{type: random, calls: 3}", 2, None),
+    "sloppy": (f"{{type: callable, function: '{SLOPPY}:SloppyOracle'}}", 3, None),
+    # fresh runs (other seeds), for routing: not in the training data
+    "fresh-sloppy": (f"{{type: callable, function: '{SLOPPY}:SloppyOracle'}}", 3, 7),
+    "fresh-random": ("{type: random, calls: 3}", 1, 7),
+}
+TRAIN_RUNS = ("oracle", "noop", "random", "sloppy")
+
+
+def run_cli(*argv: str) -> int:
+    """``agentsynth ...`` in this process; its exit code."""
+    from agentsynth_kernel.cli import main
+
+    try:
+        main(list(argv))
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    return 0
+
+
+@pytest.fixture(scope="session")
+def core_runs(tmp_path_factory) -> dict[str, Path]:
+    """Run directories of the `core` pack under a strong, a careless, a random and a do-nothing policy."""
+    base = tmp_path_factory.mktemp("core-runs")
+    dirs: dict[str, Path] = {}
+    for name, (policy, trials, seed) in CORE_POLICIES.items():
+        spec = write_spec(base / f"{name}.yaml", f"pack: core\npolicy: {policy}\ntrials: {trials}\nconcurrency: 4\n")
+        args = ["run", str(spec), "--run-dir", str(base / name), "-q"] + (["--seed", str(seed)] if seed else [])
+        assert run_cli(*args) == 0, name
+        dirs[name] = base / name
+    return dirs
+
+
+@pytest.fixture(scope="session")
+def verifier_file(core_runs, tmp_path_factory) -> Path:
+    """A verifier trained on the training runs' verdicts (by the command a user runs)."""
+    out = tmp_path_factory.mktemp("verifier") / "verifier.zip"
+    report = out.with_suffix(".json")
+    assert run_cli("judge", "train", *(str(core_runs[n]) for n in TRAIN_RUNS), "-o", str(out),
+                   "--json", str(report)) == 0
+    return out
