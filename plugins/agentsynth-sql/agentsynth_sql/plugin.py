@@ -80,3 +80,17 @@ def register_commands(cli: Any) -> None:
     group = cli.commands.get("pack") or cli.get_command(None, "pack")
     if group is not None and "import" not in getattr(group, "commands", {"import": None}):
         group.add_command(make_command())
+
+
+@hookimpl(optionalhook=True)  # optional until the kernel's hookspec is installed everywhere
+def checks_from_demo(environment: str, world: Any, trajectory: Any) -> dict[str, Any] | None:
+    """State checks for exactly what a demonstration changed in an ``sql`` world (``pack new --from-demo``)."""
+    if environment != "sql":
+        return None
+    from .env import SqlEnvironment
+
+    if not isinstance(world, SqlEnvironment):
+        return None
+    from .demo import demo_checks
+
+    return demo_checks(world)
