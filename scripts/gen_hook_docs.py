@@ -54,8 +54,8 @@ def render(unresolved: list[str] | None = None) -> str:
     names = hook_names()
     for name in names:
         opts = getattr(hookspecs, name).agentsynth_spec
-        flags = ", ".join(k for k in ("firstresult", "historic") if opts.get(k)) or "every plugin is called"
-        lines.append(f"| [`{name}`](#{ref.anchor(name)}) | {flags} |")
+        called = ", ".join(k for k in ("firstresult", "historic") if opts.get(k)) or "every plugin is called"
+        lines.append(f"| [`{name}`](#{ref.anchor(name)}) | {called} |")
     lines.append("")
     for name in names:
         fn = getattr(hookspecs, name)

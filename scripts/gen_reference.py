@@ -81,7 +81,8 @@ RECORDS = ("Verdict", "Observation", "Action", "ToolCall", "Answer", "ToolSpec",
 FIELD_DOCS: dict[str, str] = {
     "ComponentSpec.type": "The registered name of the component (`agentsynth plugins` lists them).",
     "ComponentSpec.params": "Everything else in the mapping: the component's own keys (see its page).",
-    "Task.id": "Unique within the pack; letters, digits, `_`, `.`, `-`. Results and `only:` refer to it.",
+    "Task.id": "Unique within the pack: a letter or digit, then letters, digits, `_`, `.`, `-`. Results and `only:` "
+               "name tasks by it.",
     "Task.instruction": "What the agent is asked to do (its first user message).",
     "Task.checkers": "Checkers of this task, run after the pack-wide ones; all must pass.",
     "Task.split": "`train` or `test`; a run selects one with `split:`.",
@@ -89,10 +90,10 @@ FIELD_DOCS: dict[str, str] = {
     "Task.environment": "Keys merged over the pack's `environment:` for this task (may change `type:`).",
     "Task.max_steps": "This task's step limit (default: the run's `max_steps`).",
     "Task.metadata": "Free data for checkers, generators and exporters; not shown to the agent.",
-    "Pack.id": "The pack's name in results and reports.",
-    "Pack.tasks": "The tasks (at least one); see below.",
+    "Pack.id": "The pack's name in results, reports and run directory names (the same characters as a task id).",
+    "Pack.tasks": "The tasks (at least one), each as below.",
     "Pack.environment": "The world every task runs in; a task's `environment:` is merged over it.",
-    "Pack.description": "One line for `agentsynth packs` and reports.",
+    "Pack.description": "One line about the pack, for people and reports.",
     "Pack.version": "Travels with every result (with the pack's content hash).",
     "Pack.oracle": "The oracle file, relative to pack.yaml (default: `oracle.py` next to it).",
     "Pack.system_prompt": "The system message the agent gets in every task.",
@@ -108,14 +109,15 @@ FIELD_DOCS: dict[str, str] = {
     "RunSpec.split": "Which tasks run: `train`, `test` or `all`.",
     "RunSpec.only": "Run only these task ids (in pack order).",
     "RunSpec.trials": "Episodes per task (pass^k over the trials).",
-    "RunSpec.seed": "The run's seed; each episode's seed is derived from it, the task and the trial.",
+    "RunSpec.seed": "The run's seed; each episode's seed is derived from it, the task id and the trial, the same "
+                    "on every machine.",
     "RunSpec.concurrency": "Episodes at once.",
     "RunSpec.timeout": "Seconds an episode may take; then it is an `error` of kind `timeout`.",
-    "RunSpec.max_steps": "Tool calls an episode may make (a task's `max_steps` overrides it).",
+    "RunSpec.max_steps": "Steps an episode may take (a task's `max_steps` overrides it).",
     "RunSpec.judge": "A [judge](components/judges.md) scoring every trajectory (its scores go to `scores`).",
     "RunSpec.export": "[Exporters](components/exporters.md) writing the results; each needs `path:`.",
     "RunSpec.budget": "A hard cap on spending; the run stops when it is reached (see `budget:` below).",
-    "RunSpec.run_dir": "Where the run store and report go (default: under `runs/`).",
+    "RunSpec.run_dir": "Where the run store and report go (default: `runs/<time>-<pack>-<policy>`).",
     "Verdict.checker": "The checker's name (its `type:`, or the `name:` it was given).",
     "Verdict.passed": "The decision; a task passes when every one of its checkers' verdicts passed.",
     "Verdict.score": "Partial credit in [0, 1] (exported as a reward); `passed` decides pass/fail.",
@@ -562,7 +564,8 @@ def signature_text(fn: Any, *, drop_first: bool = False) -> str:
         if p.kind is p.KEYWORD_ONLY and not seen_kw_only:
             seen_kw_only = True
             parts.append("*")
-        text = {p.VAR_POSITIONAL: "*", p.VAR_KEYWORD: "**"}.get(p.kind, "") + p.name
+        star = "*" if p.kind is p.VAR_POSITIONAL else "**" if p.kind is p.VAR_KEYWORD else ""
+        text = star + p.name
         if p.kind is p.VAR_POSITIONAL:
             seen_kw_only = True
         if p.annotation is not p.empty:
@@ -1035,7 +1038,7 @@ def _module_comment(module: Any, name: str) -> str:
         return ""
     for i, line in enumerate(source):
         if re.match(rf"{re.escape(name)}\s*=", line):
-            above = []
+            above: list[str] = []
             j = i - 1
             while j >= 0 and source[j].strip().startswith("#"):
                 above.insert(0, source[j].strip().lstrip("#").strip())
