@@ -66,6 +66,7 @@ from .core import (
     SynthContext,
     action_dicts,
     derive_seed,
+    outside_paths,
     parse_json_object,
     task_record,
     why_failed,
@@ -317,6 +318,9 @@ def parse_task(text: str, task_id: str, ctx: SynthContext, *, split: str, tier: 
     if base is not None and base.environment:
         record["environment"] = dict(base.environment)
     if isinstance(data.get("environment"), dict):
+        escapes = outside_paths(data["environment"], ctx.pack.base_dir, "task.environment")
+        if escapes:
+            raise SpecError("proposal", escapes)
         record["environment"] = {**record.get("environment", {}), **data["environment"]}
     task = structure(record, Task, source="proposal", prefix="task")
     if not task.checkers:

@@ -526,15 +526,48 @@ async def synthesize(generator: SynthGenerator, ctx: SynthContext, *, run_dir: P
 # --- writing the output ----------------------------------------------------------------------------
 
 
+def _inside(path: Path, root: Path) -> bool:
+    try:
+        return path.resolve().is_relative_to(root.resolve())
+    except (OSError, RuntimeError):
+        return False
+
+
+def outside_paths(value: Any, base_dir: Path, where: str) -> list[str]:
+    """Strings in an environment override (an LLM wrote it) that name an existing file or directory
+    outside ``base_dir``: absolute, or escaping with ``..``. A world must not be built from, and a
+    written pack must not copy, a file of the host outside the pack."""
+    if isinstance(value, dict):
+        return [p for k, v in value.items() for p in outside_paths(v, base_dir, f"{where}.{k}")]
+    if isinstance(value, list):
+        return [p for i, v in enumerate(value) for p in outside_paths(v, base_dir, f"{where}[{i}]")]
+    if not isinstance(value, str) or not value or "\n" in value or len(value) > 1000:
+        return []
+    path = Path(value.strip())
+    if not (path.is_absolute() or ".." in path.parts):
+        return []
+    candidate = path if path.is_absolute() else base_dir / path
+    try:
+        exists = candidate.exists()
+    except (OSError, ValueError):
+        return []
+    if exists and not _inside(candidate, base_dir):
+        return [f"{where}: names a path outside the pack directory ({value!r}); a task may only use the "
+                "pack's own files"]
+    return []
+
+
 def _copy_env_files(params: dict[str, Any], src: Path, dst: Path) -> None:
+    """Copy the pack files an environment names (relative paths inside ``src`` only, to inside ``dst``)."""
     import shutil
 
     for value in params.values():
         if isinstance(value, str) and value and "\n" not in value and len(value) < 300:
             candidate = src / value
+            target = dst / value
             try:
-                if not Path(value).is_absolute() and candidate.is_file():
-                    target = dst / value
+                if (not Path(value).is_absolute() and candidate.is_file() and _inside(candidate, src)
+                        and _inside(target, dst)):
                     target.parent.mkdir(parents=True, exist_ok=True)
                     shutil.copyfile(candidate, target)
             except OSError:
@@ -599,6 +632,6 @@ def write_jsonl(results: Sequence[EpisodeResult], path: Path) -> int:
 __all__ = [
     "Accepted", "Item", "ItemIncomplete", "Journal", "LLMSettings", "Meter", "Outcome", "SynthContext", "SynthGenerator",
     "SynthReport",
-    "action_dicts", "derive_seed", "parse_json_object", "synthesize", "task_record", "why_failed", "write_jsonl",
+    "action_dicts", "derive_seed", "outside_paths", "parse_json_object", "synthesize", "task_record", "why_failed", "write_jsonl",
     "write_pack",
 ]

@@ -194,3 +194,44 @@ def test_bad_loop_settings_are_path_qualified_errors(llm, extra, message):
         make_generator("challenger", params(llm, **extra), source="gen.yaml")
     text = str(info.value)
     assert message in text and "gen.yaml" in text, text
+
+
+def test_a_proposal_that_names_a_host_file_is_rejected(llm, pack_dir, tmp_path):
+    secret = tmp_path / "secret.txt"  # outside the pack directory (tmp_path/notes)
+    secret.write_text("hunter2")
+    for value in (str(secret), "../secret.txt"):
+        llm.clear()
+        llm.router.counts.clear()
+        llm.router.routes.update(challenger=scripted(task("Set the note 'shape' to 'circle'.",
+                                                          [note("shape", "circle")], environment={"initial": value})),
+                                 weak=weak)
+        report = run_generator("challenger", pack_dir, params(llm, rounds=1), cache=False)
+        assert report.rejected == {"invalid_task": 1}, value
+        detail = report.per_item[0]["rejected"][0]["detail"]
+        assert "task.environment.initial: names a path outside the pack directory" in detail
+        assert "good" not in llm.router.counts and "weak" not in llm.router.counts
+
+
+def test_a_challenger_cannot_seed_the_sql_world_from_a_host_database(llm, tmp_path):
+    secret = tmp_path / "private.sql"
+    secret.write_text("CREATE TABLE secrets (v TEXT); INSERT INTO secrets VALUES ('hunter2');")
+    proposal = task("Set the note 'shape' to 'circle'.", [{"type": "sql", "query": "SELECT v FROM secrets",
+                                                           "expect": "x"}], environment={"seed": str(secret)})
+    llm.router.routes.update(challenger=scripted(proposal), weak=weak)
+    report = run_generator("challenger", "core", params(llm, rounds=1), cache=False)
+    assert report.rejected == {"invalid_task": 1}
+    assert "task.environment.seed: names a path outside the pack directory" in report.per_item[0]["rejected"][0]["detail"]
+    assert not any("hunter2" in json.dumps(r.json) for r in llm.requests)
+
+
+def test_a_written_pack_copies_no_file_from_outside_the_source_pack(pack_dir, tmp_path):
+    from agentsynth_kernel import EpisodeResult, Trajectory, load_pack
+    from agentsynth_synth import write_pack
+
+    (tmp_path / "outside.txt").write_text("not the pack's")
+    record = {"id": "t1", "instruction": "x", "checkers": [note("a", "b")], "environment": {"initial": "../outside.txt"}}
+    traj = Trajectory("t1", "x", metadata={"synth": {"new_task": True, "task": record, "oracle": [{"answer": "ok"}]}})
+    out = tmp_path / "deep" / "er" / "out"
+    write_pack([EpisodeResult("t1", 0, 0, "passed", trajectory=traj)], load_pack(pack_dir), out)
+    assert (out / "pack.yaml").is_file()
+    assert not (out.parent / "outside.txt").exists(), "a file was copied outside the output directory"
