@@ -1,0 +1,196 @@
+"""Loading packs and run specs: files -> checked ``Pack`` / ``RunSpec`` objects, with every
+component name and run setting checked before anything runs."""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ..errors import SpecError, did_you_mean
+from ..plugins import PluginHost, get_host
+from .loader import content_hash, read_spec_yaml
+from .params import absolute_code_refs, check_component
+from .schema import _ID_RE, SPLITS, ComponentSpec, Pack, RunSpec, Task
+from .structuring import structure
+
+MAX_TRIALS = 10_000
+MAX_CONCURRENCY = 4096
+MAX_STEPS = 100_000
+MAX_TIMEOUT = 7 * 24 * 3600.0
+
+
+def load_pack(ref: str | Path, *, host: PluginHost | None = None, validate: bool = True) -> Pack:
+    """Load a pack by registered name or by path (a directory with pack.yaml, or a YAML file)."""
+    host = host or get_host()
+    path = Path(ref)
+    if not path.exists():
+        if isinstance(ref, str) and ref in host.registry["pack"]:
+            path = host.registry["pack"][ref].factory
+        else:
+            known = host.names("pack")
+            raise SpecError(
+                str(ref), [f"no such pack: not a file or directory, nor a registered pack{did_you_mean(str(ref), known)}"]
+            )
+    file = path / "pack.yaml" if path.is_dir() else path
+    if path.is_dir() and not file.is_file():
+        raise SpecError(str(path), ["pack directory has no pack.yaml"])
+    source = str(file)
+    data = read_spec_yaml(file, "a pack")
+    if isinstance(data.get("id"), str) and not _ID_RE.match(data["id"]):  # it names run directories
+        raise SpecError(source, [f"id: {data['id']!r} is not a valid id (letters, digits, '_', '-', '.')"])
+    data.setdefault("id", file.parent.name if file.name == "pack.yaml" else file.stem)
+    pack = structure(data, Pack, source=source)
+    object.__setattr__(pack, "base_dir", file.parent.resolve())
+    object.__setattr__(pack, "source", source)
+    object.__setattr__(pack, "content_hash", content_hash(file.parent if file.name == "pack.yaml" else file))
+    if validate:
+        problems = check_pack(pack, host)
+        if problems:
+            raise SpecError(source, problems)
+    return pack
+
+
+def check_pack(pack: Pack, host: PluginHost, prefix: str = "") -> list[str]:
+    """Semantic checks the schema cannot express: ids, splits, and every ``type:`` name."""
+    problems: list[str] = []
+    seen: dict[str, int] = {}
+    base = pack.base_dir
+    if pack.environment is not None:
+        problems += check_component("environment", pack.environment, f"{prefix}environment", host, base)
+    for i, cspec in enumerate(pack.checkers):
+        problems += check_component("checker", cspec, f"{prefix}checkers[{i}]", host, base)
+    if not pack.tasks:
+        problems.append(f"{prefix}tasks: a pack needs at least one task")
+    for i, task in enumerate(pack.tasks):
+        where = f"{prefix}tasks[{i}]"
+        if not _ID_RE.match(task.id):
+            problems.append(f"{where}.id: {task.id!r} is not a valid id (letters, digits, '_', '-', '.')")
+        if task.id in seen:
+            problems.append(f"{where}.id: duplicate task id {task.id!r} (also tasks[{seen[task.id]}])")
+        seen.setdefault(task.id, i)
+        if task.split not in SPLITS:
+            problems.append(f"{where}.split: expected one of {', '.join(SPLITS)}, got {task.split!r}")
+        env = pack.task_environment(task)
+        if not env.type:
+            problems.append(f"{where}.environment: no environment type (set 'environment: {{type: ...}}' on the pack)")
+        elif task.environment:
+            problems += check_component("environment", env, f"{where}.environment", host, base)
+        for j, cspec in enumerate(task.checkers):
+            problems += check_component("checker", cspec, f"{where}.checkers[{j}]", host, base)
+        if task.max_steps is not None and not 1 <= task.max_steps <= MAX_STEPS:
+            problems.append(f"{where}.max_steps: expected an integer >= 1 and <= {MAX_STEPS}, got {task.max_steps}")
+        if not pack.task_checkers(task):
+            problems.append(f"{where}.checkers: no checker decides this task (add one to the task or the pack)")
+    if pack.oracle and not (pack.base_dir / pack.oracle).is_file():
+        problems.append(f"{prefix}oracle: file not found: {pack.base_dir / pack.oracle}")
+    return problems
+
+
+
+def run_settings_problems(spec: RunSpec) -> list[str]:
+    """The run's numbers must make sense: an absurd value would run (or fail) every episode."""
+    problems = []
+    for key, value, high in (("trials", spec.trials, MAX_TRIALS), ("concurrency", spec.concurrency, MAX_CONCURRENCY),
+                             ("max_steps", spec.max_steps, MAX_STEPS)):
+        if not 1 <= value <= high:
+            problems.append(f"{key}: expected an integer >= 1 and <= {high:,}, got {value}")
+    if not (math.isfinite(spec.timeout) and 0 < spec.timeout <= MAX_TIMEOUT):
+        problems.append(f"timeout: expected seconds > 0 and <= {MAX_TIMEOUT:g} (7 days), got {spec.timeout}")
+    if not -(2**63) <= spec.seed < 2**63:
+        problems.append(f"seed: expected a 64-bit integer, got {spec.seed}")
+    if spec.budget.usd is not None and not (math.isfinite(spec.budget.usd) and spec.budget.usd >= 0):
+        problems.append(f"budget.usd: expected a number >= 0, got {spec.budget.usd}")
+    if spec.budget.tokens is not None and spec.budget.tokens < 0:
+        problems.append(f"budget.tokens: expected an integer >= 0, got {spec.budget.tokens}")
+    return problems
+
+
+def load_run_spec(path: str | Path, *, host: PluginHost | None = None, overrides: Mapping[str, Any] | None = None) -> tuple[RunSpec, Pack]:
+    """Load ``spec.yaml`` and the pack it names (or its inline tasks); validate everything."""
+    host = host or get_host()
+    path = Path(path)
+    source = str(path)
+    data = read_spec_yaml(path, "a run spec")
+    data.update(overrides or {})
+    if "generate" in data:  # a generation spec needs no policy of its own
+        data.setdefault("policy", "noop")
+    spec = structure(data, RunSpec, source=source)
+    return spec, resolve_pack(spec, base_dir=path.parent, source=source, host=host)
+
+
+def resolve_pack(spec: RunSpec, *, base_dir: Path, source: str, host: PluginHost) -> Pack:
+    """The pack a run spec selects, with every component name checked."""
+    problems: list[str] = []
+    # a generation spec may need no pack at all (a text domain's challenger loop): an empty one
+    packless = spec.generate is not None and spec.pack is None and spec.tasks is None
+    if (spec.pack is None) == (spec.tasks is None) and not packless:
+        raise SpecError(source, ["pack: give either 'pack:' (a name or path) or inline 'tasks:', not both or neither"])
+    if spec.pack is not None:
+        ref: str | Path = spec.pack
+        if (base_dir / spec.pack).exists():
+            ref = base_dir / spec.pack
+        elif spec.pack not in host.registry["pack"]:
+            # a name this machine does not have: a hub may have it (bench --hub URL, or AGENTSYNTH_HUB_URL)
+            hub = os.environ.get("AGENTSYNTH_HUB_URL", "")
+            remote = host.pm.hook.resolve_remote_pack(ref=spec.pack, hub=hub) if hub else None
+            if remote is None:
+                where = f", nor on the hub {hub}" if hub else ""
+                raise SpecError(source, [f"pack: no such pack {spec.pack!r}: not a file or directory (from {base_dir}), "
+                                         f"nor a registered pack{where}{did_you_mean(spec.pack, host.names('pack'))}"])
+            ref = Path(remote)
+        pack = load_pack(ref, host=host)
+        if spec.environment is not None:
+            problems.append("environment: set in the pack; 'environment:' here is only for inline tasks")
+    else:
+        pack = Pack(id=spec.name or Path(source).stem, tasks=list(spec.tasks or []),
+                    environment=spec.environment, oracle=spec.oracle)
+        object.__setattr__(pack, "base_dir", base_dir.resolve())
+        object.__setattr__(pack, "source", source)
+        object.__setattr__(pack, "content_hash", content_hash(Path(source)))
+        if not packless:
+            problems += check_pack(pack, host)
+    problems += check_component("policy", spec.policy, "policy", host, base_dir)
+    if spec.judge is not None:
+        problems += check_component("judge", spec.judge, "judge", host, base_dir)
+    if spec.executor is not None:
+        problems += check_component("executor", spec.executor, "executor", host, base_dir)
+    if spec.generate is not None:  # only the name: the generator's plugin checks its parameters
+        try:
+            host.get("generator", spec.generate.type)
+        except KeyError as exc:
+            problems.append(f"generate.type: {exc.args[0]}")
+    for i, exp in enumerate(spec.export):
+        # `path:` is the engine's (where to write); the rest goes to the exporter's factory
+        if not isinstance(exp.params.get("path"), str) or not exp.params["path"]:
+            problems.append(f"export[{i}].path: missing required key (the file or directory to write)")
+        params = {k: v for k, v in exp.params.items() if k != "path"}
+        problems += check_component("exporter", ComponentSpec(exp.type, params), f"export[{i}]", host, base_dir)
+    if spec.split not in (*SPLITS, "all"):
+        problems.append(f"split: expected one of train, test, all, got {spec.split!r}")
+    problems += run_settings_problems(spec)
+    ids = {t.id for t in pack.tasks}
+    for i, task_id in enumerate(spec.only):
+        if task_id not in ids:
+            problems.append(f"only[{i}]: no task {task_id!r} in pack {pack.id!r}{did_you_mean(task_id, ids)}")
+    if problems:
+        raise SpecError(source, problems)
+    # The policy and judge were named by this spec (or the command line): their code files are
+    # found from its folder, wherever the pack lives; the loader finishes the spec as it does a Pack.
+    for field in ("policy", "judge"):
+        cspec = getattr(spec, field)
+        if cspec is not None:
+            object.__setattr__(spec, field, absolute_code_refs(field, cspec, base_dir, host))
+    return pack
+
+
+
+def select_tasks(spec: RunSpec, pack: Pack) -> list[Task]:
+    """The tasks a run executes: the split, then the ``only`` list, in pack order."""
+    tasks = [t for t in pack.tasks if spec.split == "all" or t.split == spec.split]
+    if spec.only:
+        wanted = set(spec.only)
+        tasks = [t for t in tasks if t.id in wanted]
+    return tasks
