@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import inspect
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,17 @@ def _reference() -> Any:
         sys.modules["gen_reference"] = module
         spec.loader.exec_module(module)
     return module
+
+
+def _linked_types(ref: Any, fn: Any) -> str:
+    """Links to the reference entries of the documented types a hook's signature names."""
+    names: list[str] = []
+    annotations = [str(a) for a in getattr(fn, "__annotations__", {}).values()]
+    for word in re.findall(r"[A-Za-z_][\w.]*", " ".join(annotations)):
+        short = word.rsplit(".", 1)[-1]
+        if short[:1].isupper() and short not in names and ref.resolve(word) is not None:
+            names.append(short)
+    return ", ".join(f"[`{n}`]({ref.link(PAGE, *ref.resolve(n))})" for n in names)
 
 
 def hook_names() -> list[str]:
@@ -64,6 +76,9 @@ def render(unresolved: list[str] | None = None) -> str:
         lines += ref.heading(2, f"`{name}{ref.signature_text(fn)}`", ref.anchor(name))
         if flags:
             lines += [f"*{', '.join(flags)}*", ""]
+        types = _linked_types(ref, fn)
+        if types:
+            lines += [f"Types: {types}", ""]
         lines += [ref.render_doc(inspect.cleandoc(fn.__doc__ or ""), PAGE, unresolved), ""]
     return ref.scrub("\n".join(lines)).rstrip() + "\n"
 

@@ -195,6 +195,8 @@ def test_every_link_of_the_committed_pages_resolves():
     problems = []
     for page in pages:
         text = page.read_text(encoding="utf-8")
+        ids = re.findall(r'<a id="([^"]+)"></a>', text)
+        problems += [f"{page.relative_to(ROOT)}: anchor {i!r} twice" for i in sorted({i for i in ids if ids.count(i) > 1})]
         for target in re.findall(r"\]\(([^)\s]+)\)", text):
             if re.match(r"[a-z]+:", target):
                 continue
