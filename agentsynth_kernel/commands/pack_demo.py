@@ -405,7 +405,7 @@ def render_files(name: str, demo: Demo, checks: dict[str, Any], trajectory: Any,
     return written, warnings
 
 
-async def _try_pack(directory: Path, host: Any, timeout: float) -> None:
+async def _try_pack(directory: Path, host: Any, timeout: float, source: str) -> None:
     """The written pack's oracle passes and an agent that does nothing fails."""
 
     pack = load_pack(directory, host=host)
@@ -416,8 +416,8 @@ async def _try_pack(directory: Path, host: Any, timeout: float) -> None:
             why = result.error or "; ".join(f"{v.checker}: {v.detail}" for v in result.verdicts if
                                             v.passed != (want == "passed"))
             if policy == "oracle":
-                raise AgentsynthError(f"the generated pack's oracle does not pass its checks ({why})")
-            raise AgentsynthError("an agent that does nothing passes the generated checks; they would not tell "
+                raise AgentsynthError(f"{source}: the generated pack's oracle does not pass its checks ({why})")
+            raise AgentsynthError(f"{source}: an agent that does nothing passes the generated checks; they would not tell "
                                   f"a demonstration from a no-op ({why})")
 
 
@@ -442,7 +442,7 @@ def new_from_demo(name: str, ref: str | Path, out: Path | None = None, *, parent
     try:
         command = f"agentsynth pack new {name} --from-demo {ref}"
         written, warnings = render_files(name, demo, checks, trajectory, staging, command)
-        asyncio.run(_try_pack(staging, host, timeout))
+        asyncio.run(_try_pack(staging, host, timeout, demo.source))
         if directory.exists():
             directory.rmdir()  # empty (checked above)
         umask = os.umask(0)
