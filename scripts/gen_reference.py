@@ -611,7 +611,7 @@ def symbols() -> dict[str, tuple[str, str]]:
         add([module], "reference/api.md", anchor(module))
         for name in names:
             add(_dotted(name, getattr(importlib.import_module(module), name, None), module), "reference/api.md",
-                anchor(name) if module == "agentsynth_kernel" else anchor(f"{module}.{name}"))
+                api_anchor(module, name))
     hookspecs = importlib.import_module("agentsynth_kernel.hookspecs")
     for name, fn in vars(hookspecs).items():
         if inspect.isfunction(fn) and hasattr(fn, "agentsynth_spec"):
@@ -779,6 +779,24 @@ def api_sections() -> list[tuple[str, list[str]]]:
     return sections
 
 
+@functools.cache
+def _api_anchors() -> dict[tuple[str, str], str]:
+    """(module, name) -> its anchor on api.md: the lowercased name (prefixed by the module outside
+    the top level), with ``-2``, ``-3`` ... for names that differ only in case (``Reply``, ``reply``)."""
+    out: dict[tuple[str, str], str] = {}
+    for module, names in api_sections():
+        taken: dict[str, int] = {}
+        for name in names:  # sorted: the same name gets the same anchor on every run
+            base = anchor(name if module == "agentsynth_kernel" else f"{module}.{name}")
+            taken[base] = taken.get(base, 0) + 1
+            out[(module, name)] = base if taken[base] == 1 else f"{base}-{taken[base]}"
+    return out
+
+
+def api_anchor(module: str, name: str) -> str:
+    return _api_anchors().get((module, name)) or anchor(name if module == "agentsynth_kernel" else f"{module}.{name}")
+
+
 def _group_of(name: str) -> str:
     """The concept a top-level name belongs to (the kernel's ``PUBLIC`` table, else its module)."""
     public = getattr(ak, "PUBLIC", None)
@@ -791,7 +809,7 @@ def _group_of(name: str) -> str:
 
 
 def _api_entry(name: str, obj: Any, page: str, anchor_id: str, unresolved: list[str]) -> list[str]:
-    documented_elsewhere = resolve(name) if anchor_id == anchor(name) else None
+    documented_elsewhere = resolve(name) if anchor_id == api_anchor("agentsynth_kernel", name) else None
     if documented_elsewhere and documented_elsewhere[0] != page:
         return [f'<a id="{anchor_id}"></a>', "", f"#### `{name}`", "",
                 f"See [{name}]({link(page, *documented_elsewhere)}).", ""]
@@ -843,13 +861,13 @@ def render_api() -> str:
     for group in sorted(groups):
         lines += [f"### {group}", ""]
         for name in groups[group]:
-            lines += _api_entry(name, getattr(ak, name), page, anchor(name), unresolved)
+            lines += _api_entry(name, getattr(ak, name), page, api_anchor("agentsynth_kernel", name), unresolved)
     for module_name, names in sections[1:]:
         module = importlib.import_module(module_name)
         lines += heading(2, f"`{module_name}`", anchor(module_name))
         lines += [render_doc(doc_of(module), page, unresolved), ""]
         for name in names:
-            lines += _api_entry(name, getattr(module, name), page, anchor(f"{module_name}.{name}"), unresolved)
+            lines += _api_entry(name, getattr(module, name), page, api_anchor(module_name, name), unresolved)
     return _finish(lines)
 
 
