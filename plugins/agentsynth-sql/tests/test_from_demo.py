@@ -281,3 +281,21 @@ def test_a_demonstration_from_a_pack_task_and_from_a_stored_episode(world, tmp_p
     assert "ordrs" not in oracle and "id = 1005" in oracle
     assert attempt(again, [{"answer": "shipped"}]).status == "failed"
     _fails(tmp_path, None, "no episode", "nope", demo=str(tmp_path / "run" / "nope"))
+
+
+def test_the_readme_section_runs(tmp_path, monkeypatch):
+    """The README's "Packs from a demonstration": its demo.yaml and its commands, in order."""
+    import re
+    import shlex
+
+    text = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    section = text.split("## Packs from a demonstration", 1)[1].split("\n## ", 1)[0]
+    (tmp_path / "demo.yaml").write_text(re.search(r"```yaml\n(.*?)```", section, re.DOTALL).group(1))
+    lines = re.search(r"```bash\n(.*?)```", section, re.DOTALL).group(1).strip().splitlines()
+    monkeypatch.chdir(tmp_path)
+    results = [agentsynth(*shlex.split(line.split("#", 1)[0])[1:]) for line in lines]
+    assert [r.exit_code for r in results] == [0, 0], [r.output for r in results]
+    assert "changed: update orders row 1005: status: 'paid' -> 'shipped'" in results[0].output
+    assert "all gates pass" in results[1].output
+    assert attempt(tmp_path / "shipping", [sql("UPDATE orders SET status = 'shipped' WHERE status = 'paid'")]
+                   ).status == "failed"
