@@ -247,6 +247,36 @@ def test_frozen_component_specs_are_structured_once_mutable_ones_every_time(host
     assert build("environment", ComponentSpec("frozen_env", {"size": 4}), host=host) and seen[-1] == Frozen(4)
 
 
+def test_frozenness_is_asked_of_the_class_not_tried_on_the_object(host):
+    """A spec_cls with only its first field frozen is structured every time (its factory may change
+    the others), and deciding so never writes to the object (a setter hook would see the write)."""
+    import attrs
+
+    from agentsynth_kernel import hookimpl
+    from agentsynth_kernel.spec import build
+
+    writes = []
+
+    @attrs.define
+    class PartlyFrozen:
+        size: int = attrs.field(default=1, on_setattr=attrs.setters.frozen)
+        label: str = attrs.field(default="", on_setattr=lambda _self, attr, value: writes.append(attr.name) or value)
+
+    seen = []
+
+    class Reg:
+        @hookimpl
+        def register_environments(self, register):
+            register("partly_frozen_env", lambda spec: seen.append(spec) or object(), spec_cls=PartlyFrozen)
+
+    host.add_plugin(Reg(), "specs")
+    cspec = ComponentSpec("partly_frozen_env", {"size": 2, "label": "x"})
+    build("environment", cspec, host=host)
+    build("environment", cspec, host=host)
+    assert seen[0] is not seen[1] and seen[0] == seen[1] == PartlyFrozen(2, "x")
+    assert writes == []
+
+
 def test_a_generation_spec_needs_no_pack(host, write):
     path = write("gen.yaml", "generate: {type: hk_nothing}\n")
     with pytest.raises(SpecError) as info:

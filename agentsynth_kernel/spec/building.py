@@ -33,20 +33,22 @@ def _structured(cspec: ComponentSpec, spec_cls: type, source: str) -> Any:
     if cached is not None and cached[0] is cspec and cached[1] is spec_cls:
         return cached[2]
     spec = structure(cspec.params, spec_cls, source=source)
-    if _is_frozen(spec) and len(_structured_cache) < 4096:  # a mutable spec could be changed by its factory
+    if _is_frozen(type(spec)) and len(_structured_cache) < 4096:  # a mutable spec could be changed by its factory
         _structured_cache[id(cspec)] = (cspec, spec_cls, spec)
     return spec
 
 
-def _is_frozen(obj: Any) -> bool:
-    fields = attrs.fields(type(obj))
-    if not fields:
-        return True
-    try:
-        setattr(obj, fields[0].name, getattr(obj, fields[0].name))
-    except attrs.exceptions.FrozenInstanceError:
-        return True
-    return False
+@attrs.frozen
+class _FrozenReference:
+    """attrs gives every frozen class (and its subclasses) this one ``__setattr__``, the one that
+    raises FrozenInstanceError: comparing with it asks the class, without trying to write."""
+
+
+@functools.lru_cache(maxsize=256)
+def _is_frozen(cls: type) -> bool:
+    """Whether instances of an attrs class refuse every attribute assignment (a class with only some
+    fields frozen does not: its factory could still change the others)."""
+    return attrs.has(cls) and getattr(cls, "__setattr__", None) is _FrozenReference.__setattr__
 
 
 def build(kind: str, cspec: ComponentSpec, *, host: PluginHost | None = None, **context: Any) -> Any:
