@@ -166,7 +166,7 @@ class ChallengerSpec:
 
 
 def _default(spec: Any, name: str) -> Any:
-    default = attrs.fields_dict(type(spec))[name].default
+    default: Any = attrs.fields_dict(type(spec))[name].default
     return default.factory() if isinstance(default, attrs.Factory) else default  # type: ignore[arg-type]
 
 
@@ -313,7 +313,7 @@ def parse_task(text: str, task_id: str, ctx: SynthContext, *, split: str, tier: 
                base: Task | None = None) -> tuple[Task, list[dict[str, Any]] | None]:
     """A proposal as a Task (+ its oracle, if given); ValueError / SpecError with the problems."""
     data = parse_json_object(text)
-    record = {"id": task_id, "instruction": data.get("instruction"), "checkers": data.get("checkers"),
+    record: dict[str, Any] = {"id": task_id, "instruction": data.get("instruction"), "checkers": data.get("checkers"),
               "split": split, "tier": tier}
     if base is not None and base.environment:
         record["environment"] = dict(base.environment)
@@ -391,9 +391,10 @@ async def refine(ctx: SynthContext, item: Item, meter: Meter, messages: list[dic
     history: list[dict[str, Any]] = []
     reason, detail = "unparseable", ""
     for rnd in range(rounds):
-        asked = list(messages)
-        text = await ctx.step(item, f"r{rnd}:proposal", meter, lambda m, asked=asked, rnd=rnd: ctx.ask(
-            asked, m, salt=f"{item.id}:{item.seed}:{rnd}", settings=settings))
+        async def propose(m: Meter) -> str:  # awaited at once (or not at all): the loop's current values
+            return await ctx.ask(messages, m, salt=f"{item.id}:{item.seed}:{rnd}", settings=settings)  # noqa: B023
+
+        text = str(await ctx.step(item, f"r{rnd}:proposal", meter, propose))
         messages = [*messages, {"role": "assistant", "content": text}]
         extra: dict[str, Any] = {}
         if acc.mode == "verifiable":
@@ -412,9 +413,11 @@ async def refine(ctx: SynthContext, item: Item, meter: Meter, messages: list[dic
         if acc.reflector is not None and rnd + 1 < rounds:  # no advice after the last round: nobody reads it
             prompt = REFLECT_PROMPT.format(task=text[:3000], reason=reason, detail=detail[:500],
                                            pattern=_pattern(extra.get("attempts")))
-            advice = (await ctx.step(item, f"r{rnd}:reflect", meter, lambda m, prompt=prompt, rnd=rnd: ctx.ask(
-                [{"role": "user", "content": prompt}], m, salt=f"{item.id}:{item.seed}:{rnd}:reflect",
-                settings=acc.reflector))).strip()
+            async def reflect(m: Meter) -> str:
+                return await ctx.ask([{"role": "user", "content": prompt}], m,  # noqa: B023
+                                     salt=f"{item.id}:{item.seed}:{rnd}:reflect", settings=acc.reflector)  # noqa: B023
+
+            advice = str(await ctx.step(item, f"r{rnd}:reflect", meter, reflect)).strip()
             history[-1]["reflection"] = advice[:500]
         messages = [*messages, {"role": "user", "content": f"Rejected ({reason}): {feedback}\n"
                                 + (f"Advice: {advice}\n" if advice else "")
@@ -499,7 +502,7 @@ async def _judge_round(ctx: SynthContext, item: Item, meter: Meter, text: str, r
             detail = f"no strong solver passes: {failures[0] if failures else ''}"
             return ("unsolvable", detail, f"no strong solver could solve it ({failures[0] if failures else ''}); "
                     "make it solvable with the tools, and make the checkers match the request exactly", None)
-    if oracle is None and solution is not None:
+    if oracle is None and solution is not None and solution.trajectory is not None:
         oracle = action_dicts(solution.trajectory)
     if oracle is None:
         return "oracle_fails", "no oracle and no strong solver", "give the 'oracle' actions that solve it", None
@@ -519,7 +522,7 @@ async def _judge_round(ctx: SynthContext, item: Item, meter: Meter, text: str, r
                     f"weak solvers pass {rate:.0%} of attempts: too easy; make it need more care", None)
     traj = (solution or replay).trajectory
     assert traj is not None
-    return "accepted", "", "", Accepted(task, replay.trajectory if solution is None else traj,
+    return "accepted", "", "", Accepted(task, traj,
                                         replay.verdicts if solution is None else solution.verdicts, oracle=oracle,
                                         seed=seed, info={"solved_by": solved_by or "oracle"})
 

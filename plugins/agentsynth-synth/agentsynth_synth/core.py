@@ -200,7 +200,7 @@ def parse_json_object(text: str) -> dict[str, Any]:
 def task_record(task: Task) -> dict[str, Any]:
     """A task as pack.yaml data (defaults left out)."""
     data = unstructure(task)
-    defaults = {"split": "test", "tier": "", "environment": {}, "max_steps": None, "metadata": {}, "checkers": []}
+    defaults: dict[str, Any] = {"split": "test", "tier": "", "environment": {}, "max_steps": None, "metadata": {}, "checkers": []}
     return {k: v for k, v in data.items() if k not in defaults or v != defaults[k] or k == "checkers"}
 
 
@@ -393,8 +393,8 @@ def _check_resume(store: RunStore, meta: dict[str, Any]) -> None:
     from agentsynth_kernel import spec_diff
 
     keys = ("generator", "params", "seed", "pack")
-    before = {k: old.get(k) for k in keys}
-    after = {k: meta.get(k) for k in keys}
+    before: dict[str, Any] = {k: old.get(k) for k in keys}
+    after: dict[str, Any] = {k: meta.get(k) for k in keys}
     before["pack"] = {"content_hash": (before["pack"] or {}).get("content_hash")}
     after["pack"] = {"content_hash": after["pack"]["content_hash"]}
     diff = spec_diff(json.loads(json.dumps(before, default=str)), json.loads(json.dumps(after, default=str)))

@@ -82,7 +82,7 @@ def read_results(source: str | Path) -> list[EpisodeResult]:
                     out.append(from_json(line, EpisodeResult))
                 else:
                     traj = from_json(line, Trajectory)
-                    out.append(EpisodeResult(traj.task_id, 0, int(traj.metadata.get("seed", 0) or 0), "unknown",
+                    out.append(EpisodeResult(traj.task_id, 0, int(traj.metadata.get("seed", 0) or 0), "unverified",
                                              trajectory=traj))
             except Exception as exc:
                 raise AgentsynthError(f"{path}:{lineno}: not an EpisodeResult or Trajectory: {exc}") from None
@@ -110,29 +110,29 @@ class ReplayFilter:
         return items
 
     def static_reason(self, traj: Trajectory, tools: dict[str, Any]) -> tuple[str, str] | None:
-        calls = [(i, s) for i, s in enumerate(traj.steps) if isinstance(s.action, ToolCall)]
-        for i, step in calls:
-            if step.action.name not in tools:
-                return "unknown_tool", f"step {i}: {step.action.name!r} is not a tool of this environment"
-        for i, step in calls:
+        calls = [(i, s, s.action) for i, s in enumerate(traj.steps) if isinstance(s.action, ToolCall)]
+        for i, _step, action in calls:
+            if action.name not in tools:
+                return "unknown_tool", f"step {i}: {action.name!r} is not a tool of this environment"
+        for i, step, action in calls:
             if step.invalid:
                 return "invalid_arguments", f"step {i}: recorded as an invalid call"
-            problems = validate_arguments(tools[step.action.name].parameters, step.action.arguments)
+            problems = validate_arguments(tools[action.name].parameters, action.arguments)
             if problems:
                 return "invalid_arguments", f"step {i}: {'; '.join(problems)}"
-        for i, step in calls:
+        for i, step, _ in calls:
             obs = step.observation
             if obs is not None and obs.error and any(p.search(obs.content) for p in self.syntax):
                 return "syntax_error", f"step {i}: {obs.content[:200]}"
         run, last = 0, None
-        for i, step in calls:
+        for i, step, action in calls:
             obs = step.observation
             empty = obs is None or obs.error or not obs.content.strip()
-            key = (step.action.name, repr(sorted(step.action.arguments.items())))
+            key = (action.name, repr(sorted(action.arguments.items())))
             run = run + 1 if empty and key == last else (1 if empty else 0)
             last = key if empty else None
             if run >= self.spec.loop_repeats:
-                return "empty_loop", f"step {i}: {step.action.name} repeated {run} times with empty results"
+                return "empty_loop", f"step {i}: {action.name} repeated {run} times with empty results"
         return None
 
     async def make(self, ctx: SynthContext, item: Item, meter: Meter) -> Outcome:

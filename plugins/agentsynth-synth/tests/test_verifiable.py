@@ -235,3 +235,21 @@ def test_a_written_pack_copies_no_file_from_outside_the_source_pack(pack_dir, tm
     write_pack([EpisodeResult("t1", 0, 0, "passed", trajectory=traj)], load_pack(pack_dir), out)
     assert (out / "pack.yaml").is_file()
     assert not (out.parent / "outside.txt").exists(), "a file was copied outside the output directory"
+
+
+def test_evolve_with_verifiable_acceptance_keeps_the_proposed_oracle(llm, pack_dir):
+    def evolver(request):
+        if first_user(request).startswith(REFLECTED):
+            return reply(ADVICE)
+        return task("Set the note 'color' to 'navy'.", [note("color", "navy")],
+                    oracle=[{"tool": "write", "arguments": {"key": "color", "value": "navy"}}, {"answer": "ok"}])
+
+    llm.router.routes.update(evolver=evolver)
+    report = run_generator("evolve", pack_dir, {"model": "openai/evolver", "api_base": llm.base_url,
+                                                "only": ["set-color"], "acceptance": "verifiable", "attempts": 2,
+                                                "strong": [policy(llm, "good")], "weak": [policy(llm, "lazy")]},
+                           cache=False)
+    synth = report.accepted[0].trajectory.metadata["synth"]
+    assert synth["source_task"] == "set-color" and synth["acceptance"] == "verifiable"
+    assert synth["oracle"][-1] == {"answer": "ok"}, "the evolver's own oracle, replayed to a pass"
+    assert synth["scores"] == {"attempts": 2, "weak_correct": 0, "strong_correct": 2}
