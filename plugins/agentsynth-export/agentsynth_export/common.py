@@ -38,6 +38,12 @@ def canary_string(result: EpisodeResult) -> str:
     return _canary(str(prov.get("pack_hash") or prov.get("pack") or "agentsynth"))
 
 
+def pack_canary(pack: Any) -> str:
+    """The canary that exports put in the records of a loaded pack's test-split tasks (the same
+    string :func:`canary_string` derives from a record's provenance)."""
+    return _canary(str(pack.content_hash or pack.id or "agentsynth"))
+
+
 @lru_cache(maxsize=256)
 def _canary(basis: str) -> str:
     return CANARY_PREFIX + str(uuid.uuid5(CANARY_NAMESPACE, basis))

@@ -8,13 +8,18 @@ import pytest
 
 from agentsynth_export.common import CANARY_PREFIX, tokens
 from agentsynth_export.dedup import (
+    BucketIndex,
     Decontaminator,
     Deduplicator,
     LSHDeduper,
     MinHasher,
+    ShingleStore,
     SortedIndex,
+    candidate_probability,
     optimal_bands,
+    recall_bands,
 )
+from agentsynth_export.synthetic import planted_corpus, score
 from agentsynth_kernel import RunStore
 from conftest import agentsynth, make_result, write_run
 
@@ -58,6 +63,103 @@ def test_optimal_bands_fit_the_threshold():
         b, r = optimal_bands(threshold, 128)
         assert b * r <= 128
         assert abs((1 / b) ** (1 / r) - threshold) < 0.12
+
+
+def test_recall_bands_reach_the_recall_at_the_threshold():
+    for threshold in (0.5, 0.7, 0.8, 0.9):
+        b, r = recall_bands(threshold, 128)
+        assert b * r <= 128
+        assert candidate_probability(threshold, b, r) >= 0.97
+        # the S-curve rises: pairs above the threshold are found at least as often
+        assert candidate_probability(min(1.0, threshold + 0.05), b, r) >= candidate_probability(threshold, b, r)
+    # datasketch's rule at 0.8 leaves most pairs at the threshold unfound: the recall gap of issue #21
+    b, r = optimal_bands(0.8, 128)
+    assert candidate_probability(0.8, b, r) < 0.6
+
+
+def _dedup_corpus(corpus, **kwargs):
+    hasher = MinHasher(128, 5)
+    lsh = LSHDeduper(corpus.threshold, 128, **kwargs)
+    matches: dict[int, int] = {}
+    for s in range(0, len(corpus.texts), 1000):
+        sigs, shingles, offsets = hasher.sketch(corpus.texts[s : s + 1000])
+        flags = lsh.add_batch(sigs, shingles, offsets)
+        for k in np.flatnonzero(flags).tolist():
+            matches[s + k] = int(lsh.last_matches[k])
+    lsh.close()
+    return matches, lsh
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    return planted_corpus(5000, seed=3)
+
+
+def test_verified_lsh_recall_and_no_pair_below_the_threshold(corpus):
+    sims = corpus.similarities()
+    # the corpus is a real test: many planted pairs just below and just above the threshold
+    assert sum(0.7 <= v < 0.8 for v in sims.values()) >= 80
+    assert sum(0.8 <= v < 0.9 for v in sims.values()) >= 80
+    assert len(corpus.truth) >= 150
+    matches, lsh = _dedup_corpus(corpus)
+    result = score(corpus, matches)  # truth and pairs re-checked with Python sets of the texts
+    assert result["recall"] >= 0.95, result
+    assert result["precision"] == 1.0 and result["flagged_below_threshold"] == 0, result
+    assert lsh.checks > len(matches)  # candidates below the threshold were looked at and kept
+    # the same detector without verification removes pairs below the threshold
+    unverified, _ = _dedup_corpus(corpus, verify=False, bands=lsh.bands)
+    assert score(corpus, unverified)["flagged_below_threshold"] > 0
+    # and datasketch's bands (r=13) miss a large share of the true pairs, even verified
+    b, _ = optimal_bands(0.8, 128)
+    narrow, _ = _dedup_corpus(corpus, bands=b)
+    assert score(corpus, narrow)["recall"] < 0.9
+
+
+def test_shingles_spill_to_disk_with_the_same_result(corpus, tmp_path):
+    texts = corpus.texts[:2000]
+    small = type(corpus)(texts, corpus.families[:2000], {}, {}, corpus.threshold, corpus.ngram)
+    in_memory, _ = _dedup_corpus(small)
+    spilled, lsh = _dedup_corpus(small, memory_bytes=64 << 10, spill_dir=tmp_path)
+    assert spilled == in_memory and len(spilled) > 20
+    assert lsh.shingles.spilled_bytes > 100_000 and lsh.shingles.nbytes < 200_000
+    assert list(tmp_path.iterdir()) == []  # the spill file is anonymous and closed
+
+
+def test_shingle_store_round_trip_across_the_window(tmp_path):
+    store = ShingleStore(memory_bytes=800, spill_dir=tmp_path)
+    rng = np.random.default_rng(0)
+    records = [rng.integers(0, 2**63, size=int(rng.integers(1, 60)), dtype=np.uint64) for _ in range(200)]
+    for s in range(0, 200, 7):
+        chunk = records[s : s + 7]
+        offsets = np.cumsum([0] + [len(r) for r in chunk[:-1]])
+        store.append(np.concatenate(chunk), offsets)
+    assert store.spilled > 0
+    for i, rec in enumerate(records):
+        assert (store.get(i) == rec).all()
+    store.close()
+
+
+def test_bucket_index_returns_the_earliest_ids_per_key():
+    idx = BucketIndex(cap=3)
+    rng = np.random.default_rng(1)
+    truth: dict[int, list[int]] = {}
+    next_id = 0
+    for _ in range(30):
+        keys = rng.integers(0, 200, size=40).astype(np.uint64)
+        ids = np.arange(next_id, next_id + 40)
+        next_id += 40
+        for k, i in zip(keys.tolist(), ids.tolist(), strict=True):
+            truth.setdefault(k, []).append(i)
+        idx.add(keys, ids)
+    q = np.arange(0, 250, dtype=np.uint64)
+    pos, found = idx.lookup(q)
+    got: dict[int, set[int]] = {}
+    for p, i in zip(pos.tolist(), found.tolist(), strict=True):
+        got.setdefault(p, set()).add(i)
+    for k in range(250):
+        want = truth.get(k, [])
+        assert want[:3] == sorted(got.get(k, set()))[:3]  # the earliest three are always there
+        assert len(got.get(k, set())) <= 3 * len(idx.levels)
 
 
 def test_sorted_index_keeps_smallest_id_across_levels():
