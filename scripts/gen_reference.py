@@ -607,6 +607,10 @@ def symbols() -> dict[str, tuple[str, str]]:
                                   ("Budget", "reference/run-spec.md", "budget"),
                                   ("is_world_state", "reference/world-state.md", "decision")):
         add(_dotted(name, getattr(ak, name, None)), page, anchor_id)
+    for page, roots in (("reference/pack.md", (ak.Pack, ak.Task)), ("reference/run-spec.md", (ak.RunSpec,))):
+        for root in roots:
+            for _, inner in nested_classes(root, ""):
+                add(_dotted(inner.__name__, inner), page, anchor(inner.__name__))
     for module, names in api_sections():
         add([module], "reference/api.md", anchor(module))
         for name in names:
@@ -889,6 +893,38 @@ def _class_section(cls: type, page: str) -> list[str]:
     return [render_doc(doc_of(cls), page), "", *params_table(class_params(cls), page), ""]
 
 
+DOCUMENTED = ("ComponentSpec", "Task", "Pack", "RunSpec", "Budget")  # each has a section of its own
+
+
+def _classes_in(hint: Any) -> list[type]:
+    if isinstance(hint, type):
+        return [hint]
+    return [c for arg in typing.get_args(hint) for c in _classes_in(arg)]
+
+
+def nested_classes(cls: type, path: str) -> list[tuple[str, type]]:
+    """(YAML path, attrs class) of the structured keys inside ``cls`` that have no section of their
+    own (a task's ``user:``), depth first, each once."""
+    out: list[tuple[str, type]] = []
+    hints = _hints(cls)
+    for field in attrs.fields(cls):
+        if not field.init:
+            continue
+        for inner in _classes_in(hints.get(field.name, field.type)):
+            if attrs.has(inner) and inner.__name__ not in DOCUMENTED and inner not in [c for _, c in out]:
+                where = f"{path}{field.name}"
+                out += [(where, inner), *nested_classes(inner, f"{where}.")]
+    return out
+
+
+def _nested_sections(cls: type, path: str, page: str) -> list[str]:
+    lines: list[str] = []
+    for where, inner in nested_classes(cls, path):
+        lines += heading(3, f"`{where}:` ({inner.__name__})", anchor(inner.__name__))
+        lines += _class_section(inner, page)
+    return lines
+
+
 def render_pack() -> str:
     page = "reference/pack.md"
     lines = [
@@ -902,8 +938,10 @@ def render_pack() -> str:
         "",
         *heading(2, "pack.yaml", "pack-yaml"),
         *_class_section(ak.Pack, page),
+        *_nested_sections(ak.Pack, "", page),
         *heading(3, "tasks[]", "tasks"),
         *_class_section(ak.Task, page),
+        *_nested_sections(ak.Task, "tasks[].", page),
         *heading(3, "Components", "components"),
         render_doc(doc_of(ak.ComponentSpec), page),
         "",
@@ -962,6 +1000,7 @@ def render_run_spec() -> str:
                           else f"`{k}` is above 0 and at most {v:g} seconds" for k, v in limits if v is not None)
         + "; `seed` is a 64-bit integer; `budget` values are >= 0.",
         "",
+        *_nested_sections(ak.RunSpec, "", page),
         *heading(2, "`budget:`", "budget"),
         *_class_section(ak.Budget, page),
         *heading(2, "Which component each key takes", "components"),
