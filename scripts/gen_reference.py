@@ -1227,10 +1227,11 @@ def render_component(kind: str, reg: Any, page: str, host: Any = None) -> list[s
         source = f"the signature of `{getattr(reg.factory, '__name__', type(reg.factory).__name__)}`"
     if params:
         lines += [f"Keys (from {source}):", "", *params_table(params, page), ""]
-    elif spec_cls is None and not callable(reg.factory):
-        lines += ["No keys.", ""]
     else:
         lines += ["No keys of its own.", ""]
+    for where, inner in nested_classes(spec_cls, "") if spec_cls is not None and attrs.has(spec_cls) else []:
+        lines += heading(3, f"`{reg.name}`: `{where}:` ({inner.__name__})", anchor(f"{reg.name}.{where}"))
+        lines += _class_section(inner, page)
     return lines
 
 
