@@ -64,6 +64,28 @@ def test_built_in_components_are_current_on_their_pages(gen):
     assert checked >= 10  # the built-in policies, checkers and the local executor
 
 
+def _builtin_entry_is_current(gen: Any, kind: str, name: str) -> bool:
+    host = gen._kernel_host()
+    page = gen.page_of(kind)
+    entry = gen._finish(gen.render_component(kind, host.registry[kind][name], page, host)).rstrip()
+    return entry in (DOCS / page).read_text(encoding="utf-8")
+
+
+def test_a_changed_built_in_docstring_or_parameter_makes_the_check_fail(gen, monkeypatch):
+    import inspect
+
+    factory = gen._kernel_host().registry["checker"]["called_tool"].factory
+    assert _builtin_entry_is_current(gen, "checker", "called_tool")
+    monkeypatch.setattr(factory, "__doc__", "Passes when the agent called the tool (changed, not regenerated).")
+    assert not _builtin_entry_is_current(gen, "checker", "called_tool")
+    monkeypatch.undo()
+    signature = inspect.signature(factory)
+    extra = inspect.Parameter("at_most_seconds", inspect.Parameter.KEYWORD_ONLY, default=5.0, annotation=float)
+    monkeypatch.setattr(factory, "__signature__", signature.replace(parameters=[*signature.parameters.values(), extra]),
+                        raising=False)
+    assert not _builtin_entry_is_current(gen, "checker", "called_tool")
+
+
 def test_generation_is_deterministic_and_names_no_machine_path(gen):
     first = gen.render_all(kernel_only=True)
     again = _load("gen_reference").render_all(kernel_only=True)  # a fresh module: no cache shared
