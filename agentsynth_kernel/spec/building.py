@@ -44,7 +44,6 @@ class _FrozenReference:
     raises FrozenInstanceError: comparing with it asks the class, without trying to write."""
 
 
-@functools.lru_cache(maxsize=256)
 def _is_frozen(cls: type) -> bool:
     """Whether instances of an attrs class refuse every attribute assignment (a class with only some
     fields frozen does not: its factory could still change the others)."""
