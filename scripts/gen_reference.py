@@ -58,7 +58,8 @@ KIND_PAGES: dict[str, tuple[str, str, str | None]] = {
     "judge": ("Judges", "`judge:` in a run spec", "Judge"),
     "generator": ("Generators", "`generate:` in a run spec (`agentsynth run`)", "Generator"),
     "exporter": ("Exporters", "each entry of `export:` in a run spec (with the engine's own `path:`)", "Exporter"),
-    "importer": ("Importers", "the trace formats `agentsynth` commands read (`--format NAME`)", "Importer"),
+    "importer": ("Importers", "a foreign trace format read as trajectories (`--format NAME` of a command that imports "
+                              "traces)", "Importer"),
     "executor": ("Executors", "`executor:` in a run spec, or `--executor NAME`", "Executor"),
     "domain": ("Domains", "text-only task families for the generators that need no world", "Domain"),
     "pack": ("Packs", "`pack: NAME` in a run spec, or `agentsynth bench --pack NAME`", None),
@@ -1246,7 +1247,8 @@ def render_kind(kind: str, host: Any) -> str:
         "",
     ]
     if kind == "pack":
-        lines += [f"Used as {where}; [pack.md](../pack.md) describes the format of a pack.", ""]
+        lines += [f"Used as {where}; [pack.md](../pack.md) describes the format of a pack, and",
+                  "[packs/README.md](../../../packs/README.md) how to publish one as its own distribution.", ""]
     elif where:
         lines += [f"Used as {where}. A component is `{{type: NAME, ...keys}}` or just `NAME`; unknown keys are "
                   "errors, and every key is checked against the type below when the spec is loaded.", ""]
