@@ -253,3 +253,26 @@ def test_evolve_with_verifiable_acceptance_keeps_the_proposed_oracle(llm, pack_d
     assert synth["source_task"] == "set-color" and synth["acceptance"] == "verifiable"
     assert synth["oracle"][-1] == {"answer": "ok"}, "the evolver's own oracle, replayed to a pass"
     assert synth["scores"] == {"attempts": 2, "weak_correct": 0, "strong_correct": 2}
+
+
+def test_an_item_killed_before_its_commit_is_rebuilt_from_its_steps_without_a_request(llm, pack_dir, tmp_path):
+    """The last moment a kill can come: every step stored, the item not. The rerun requests nothing
+    and makes the same record (the restored strong attempt is the oracle)."""
+    import sqlite3
+
+    llm.router.routes.update(challenger=scripted(EASY, GOOD), weak=weak)
+    run_dir = tmp_path / "run"
+    first = run_generator("challenger", pack_dir, params(llm, rounds=2), run_dir=run_dir, cache=False)
+    before = first.accepted[0].trajectory.metadata["synth"]
+    db = sqlite3.connect(run_dir / "run.sqlite")
+    with db:
+        db.execute("DELETE FROM events WHERE kind = 'synth_item'")
+        db.execute("DELETE FROM episodes")
+    db.close()
+    llm.clear()
+    again = run_generator("challenger", pack_dir, params(llm, rounds=2), run_dir=run_dir, cache=False)
+    assert llm.requests == [], "every proposal, attempt and reflection came from the store"
+    assert again.restored_steps == 2 + 16 + 1 and again.done_items == 1
+    after = again.accepted[0].trajectory.metadata["synth"]
+    assert after["oracle"] == before["oracle"] and after["attempts"] == before["attempts"]
+    assert after["history"] == before["history"] and after["item_requests"] == before["item_requests"] == 31
