@@ -376,3 +376,87 @@ def dedup_cmd(run_dir: Path, output: Path | None, exact: bool, near: bool, thres
     if report.get("contamination"):
         lines.append("  contamination: " + _counts(report["contamination"]))
     _emit(report, as_json, lines)
+
+
+# --- pack contamination ------------------------------------------------------------------------------------
+
+
+@click.command("contamination")
+@click.argument("pack")
+@click.option("--corpus", "corpus", multiple=True, required=True, type=click.Path(path_type=Path), metavar="FILE",
+              help="A training corpus file: JSONL (every string of a record) or text; .gz too (repeatable).")
+@click.option("--n", "n", type=click.IntRange(min=1), default=13, show_default=True, help="Word n-gram size.")
+@click.option("--threshold", type=click.FloatRange(0, 1, min_open=True), default=0.5, show_default=True,
+              help="A task is contaminated when this fraction of its instruction's or answer's n-grams is in the corpus.")
+@click.option("--fail-above", type=click.FloatRange(0, 1), metavar="FRACTION",
+              help="Exit 1 when a task's overlap is above FRACTION or the pack's canary is in the corpus.")
+@click.option("--held-out-out", "held_out", type=click.Path(path_type=Path), metavar="DIR",
+              help="Write a held-out variant of the pack (relabelled world values, relabelled oracle) to DIR.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed handed to the worlds' perturb_task.")
+@click.option("--verify/--no-verify", default=True, show_default=True,
+              help="Run each relabelled task: its relabelled oracle must pass, the original transcript must fail.")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=60.0, show_default=True,
+              help="Seconds per verification episode.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable report on stdout.")
+def contamination_cmd(pack: str, corpus: tuple[Path, ...], n: int, threshold: float, fail_above: float | None,
+                      held_out: Path | None, seed: int, verify: bool, timeout: float, as_json: bool) -> None:
+    """N-gram overlap of each task of PACK with a training corpus, its canary, and a held-out variant.
+
+    Every task's instruction and oracle answer are compared with the corpus (streamed once, any
+    size); a task is flagged when at least --threshold of its n-grams occur, or when the pack's
+    canary (the string exports put in its test-split records) is found. --held-out-out writes a
+    copy of the pack whose world values are relabelled, so a memorised answer does not pass it.
+    """
+    import sys
+
+    from agentsynth_kernel import load_pack
+
+    from .contamination import check_corpus_files, contamination_report, relabel_tasks, write_held_out
+
+    files = check_corpus_files(corpus)  # before loading anything: a typo fails fast
+    if held_out is not None and held_out.exists() and (not held_out.is_dir() or any(held_out.iterdir())):
+        raise AgentsynthError(f"{held_out}: --held-out-out: exists and is not an empty directory")
+    loaded = load_pack(pack)
+    report, oracles = contamination_report(loaded, files, n=n, threshold=threshold)
+    if held_out is not None:
+        relabelled, skipped = relabel_tasks(loaded, oracles, seed=seed, verify=verify, timeout=timeout)
+        report["held_out"] = {"dir": str(held_out), "relabelled": [t.id for t, _ in relabelled],
+                              "not_relabelled": skipped, "verified": verify}
+        if relabelled:
+            write_held_out(loaded, relabelled, held_out)
+    lines = [f"pack {loaded.id}: {len(report['tasks'])} tasks, corpus {report['corpus']['records']} records "
+             f"in {len(files)} file(s); {n}-gram overlap, contaminated at >= {threshold:g}"]
+    width = max((len(r["id"]) for r in report["tasks"]), default=4)
+    for row in report["tasks"]:
+        parts = []
+        for field in ("instruction", "answer"):
+            f = row[field]
+            if f is not None:
+                how = " verbatim" if f["verbatim_only"] else ""
+                parts.append(f"{field} {f['overlap']:.0%}{how}")
+        mark = "CONTAMINATED" if row["contaminated"] else "ok"
+        lines.append(f"  {row['id']:<{width}}  {mark:<12}  " + ", ".join(parts))
+    lines.append(f"  canary {report['canary']}: {'FOUND in the corpus' if report['canary_found'] else 'not found'}"
+                 + (f"; {report['corpus']['records_with_an_agentsynth_canary']} records hold an agentsynth canary"
+                    if report["corpus"]["records_with_an_agentsynth_canary"] else ""))
+    lines.append(f"{len(report['contaminated'])} of {len(report['tasks'])} tasks contaminated"
+                 + (f": {', '.join(report['contaminated'])}" if report["contaminated"] else ""))
+    failed = False
+    if held_out is not None:
+        h = report["held_out"]
+        if h["relabelled"]:
+            lines.append(f"held-out variant: {held_out} ({len(h['relabelled'])} tasks relabelled"
+                         + (", each verified: relabelled oracle passes, original transcript fails" if verify else "")
+                         + ")")
+        else:
+            lines.append(f"held-out variant: no task could be relabelled; nothing written to {held_out}")
+            failed = True
+        for task_id, why in h["not_relabelled"].items():
+            lines.append(f"  not relabelled: {task_id}: {why}")
+    _emit(report, as_json, lines)
+    if fail_above is not None and (report["max_overlap"] > fail_above or report["canary_found"]):
+        click.echo(f"error: contamination above {fail_above:g} (max overlap {report['max_overlap']:.0%}"
+                   + (", canary found" if report["canary_found"] else "") + ")", err=True)
+        sys.exit(1)
+    if failed:
+        sys.exit(2)

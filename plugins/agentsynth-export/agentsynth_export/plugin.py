@@ -36,8 +36,14 @@ def register_importers(register: Any) -> None:
 
 @hookimpl
 def register_commands(cli: Any) -> None:
-    from .cli import dedup_cmd, export_cmd, import_cmd
+    import click
+
+    from .cli import contamination_cmd, dedup_cmd, export_cmd, import_cmd
 
     for name, command in (("export", export_cmd), ("import", import_cmd), ("dedup", dedup_cmd)):
         if name not in cli.commands:
             cli.add_command(command, name)
+    # `agentsynth pack contamination`: the kernel owns the pack group, this plugin adds a command to it
+    pack_group = cli.commands.get("pack") or cli.get_command(None, "pack")
+    if isinstance(pack_group, click.Group) and "contamination" not in pack_group.commands:
+        pack_group.add_command(contamination_cmd, "contamination")

@@ -1,0 +1,508 @@
+"""``agentsynth pack contamination``: how much of a pack a training corpus has seen, and a held-out
+variant of the pack that a memorised answer cannot pass.
+
+Overlap: each task's instruction and its oracle's answer text are cut into word ``n``-grams
+(lowercase words, as dedup tokenises); the corpus is streamed (JSONL records or plain text, ``.gz``
+too) in chunks, its n-grams hashed with numpy and looked up among the tasks' (64-bit hashes), so a
+corpus of any size is read once in constant memory. A text shorter than ``n`` words counts as seen
+when it occurs verbatim (as normalized words) in one corpus record (a chunk of a text file). The
+overlap of a text is the fraction of its distinct n-grams seen anywhere in the corpus.
+
+Canaries: the string this plugin's exports put in the records of a pack's test-split tasks
+(:func:`~agentsynth_export.common.pack_canary`); found in the corpus, the pack's exported records
+are in it.
+
+Held-out variant: every task is offered to the plugins' ``perturb_task`` hook (the SQL world
+relabels its primary keys in the seed data, the instruction and the checkers); the relabelled
+oracle must pass the sibling and the original oracle's transcript, replayed as is, must fail it
+(both are run). The tasks that pass both go into a new pack directory with ``pack.yaml`` and an
+``oracle.py``; the others are reported with the reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import io
+import pprint
+import shutil
+import tempfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import attrs
+import msgspec
+import numpy as np
+
+from agentsynth_kernel import AgentsynthError, Answer, ToolCall
+
+from .common import CANARY_PREFIX, pack_canary, tokens
+from .dedup import _token_hashes
+
+TEXT_CHUNK_CHARS = 1 << 20  # a plain-text file is read in chunks of about 1 MB (n-grams cross lines)
+BATCH_CHARS = 4 << 20  # records hashed together
+JSONL_SUFFIXES = (".jsonl", ".ndjson", ".json")
+MAX_PACK_COPY_BYTES = 200 << 20
+
+
+# --- n-gram hashing ------------------------------------------------------------------------------------
+
+
+class NgramHasher:
+    """64-bit hashes of word n-grams: a multiply-add of the words' BLAKE2b hashes (vectorised)."""
+
+    def __init__(self, n: int, seed: int = 11) -> None:
+        if n < 1:
+            raise ValueError("n must be >= 1")
+        self.n = n
+        rng = np.random.default_rng(seed)
+        self._mix = (rng.integers(0, 2**63, size=n, dtype=np.uint64) << np.uint64(1)) | np.uint64(1)
+
+    def hashes(self, docs: list[list[str]]) -> np.ndarray:
+        """The n-gram hashes of every doc with at least ``n`` words (uint64, not deduplicated)."""
+        n = self.n
+        lens = np.fromiter((len(d) for d in docs), dtype=np.int64, count=len(docs))
+        flat = [w for d in docs for w in d]
+        if len(flat) < n:
+            return np.empty(0, dtype=np.uint64)
+        th = _token_hashes(flat)
+        total = len(th)
+        padded = np.concatenate([th, np.zeros(n, dtype=np.uint64)])
+        comb = padded[:total] * self._mix[0]
+        for k in range(1, n):
+            comb += padded[k : k + total] * self._mix[k]
+        starts = np.zeros(len(lens), dtype=np.int64)
+        np.cumsum(lens[:-1], out=starts[1:])
+        doc_of = np.repeat(np.arange(len(lens)), lens)
+        valid = np.arange(total, dtype=np.int64) - starts[doc_of] <= lens[doc_of] - n
+        return comb[valid]
+
+
+# --- the tasks' texts ------------------------------------------------------------------------------------
+
+
+@attrs.define
+class TaskText:
+    """One text of a task (``instruction`` or ``answer``) and what the corpus scan found of it."""
+
+    task_id: str
+    field: str
+    text: str
+    hashes: np.ndarray  # its distinct n-gram hashes (empty for a short text)
+    short: str = ""  # the normalized text, padded with spaces, when it has fewer than n words
+    seen: int = 0
+
+    @property
+    def size(self) -> int:
+        return len(self.hashes) if not self.short else 1
+
+    @property
+    def overlap(self) -> float:
+        return self.seen / self.size if self.size else 0.0
+
+
+def oracle_actions(pack: Any, task: Any) -> list[Any] | None:
+    """The pack's oracle actions for ``task`` (``solve(task)`` or ``ORACLE[task.id]``), or None
+    when the pack has no oracle. Errors in the oracle are an AgentsynthError naming the file."""
+    from agentsynth_kernel import import_file, to_action
+
+    path = pack.oracle_path
+    if path is None or not path.is_file():
+        return None
+    try:
+        module = import_file(path)
+    except AgentsynthError:
+        raise
+    except Exception as exc:  # an oracle that does not import is the pack's bug, named as such
+        raise AgentsynthError(f"{path}: the oracle does not import: {type(exc).__name__}: {exc}") from exc
+    solve = getattr(module, "solve", None)
+    table = getattr(module, "ORACLE", None)
+    if callable(solve):
+        raw = solve(task)
+    elif isinstance(table, dict):
+        if task.id not in table:
+            return None
+        raw = table[task.id]
+    else:
+        raise AgentsynthError(f"{path}: define solve(task) or ORACLE = {{task_id: [actions]}}")
+    return [to_action(a, f"{path}: task {task.id!r}: action {i}") for i, a in enumerate(raw or [])]
+
+
+def answer_text(actions: list[Any] | None) -> str:
+    return "\n".join(a.content for a in actions or () if isinstance(a, Answer))
+
+
+# --- the corpus -----------------------------------------------------------------------------------------
+
+
+def _open_text(path: Path) -> io.TextIOBase:
+    if path.suffix == ".gz":
+        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", errors="replace")
+    return open(path, encoding="utf-8", errors="replace")  # noqa: SIM115 - closed by the caller
+
+
+def _strings(value: Any, out: list[str]) -> None:
+    if isinstance(value, str):
+        out.append(value)
+    elif isinstance(value, dict):
+        for v in value.values():
+            _strings(v, out)
+    elif isinstance(value, list):
+        for v in value:
+            _strings(v, out)
+
+
+def corpus_records(path: Path) -> Iterator[str]:
+    """The texts of a corpus file, one per record: a JSONL line's strings (every string value,
+    e.g. the messages of a chat record), or a chunk of about 1 MB of a text file. A line of a JSONL
+    file that is not JSON is read as text."""
+    stem = path.name[:-3] if path.name.endswith(".gz") else path.name
+    jsonl = stem.endswith(JSONL_SUFFIXES)
+    decode = msgspec.json.decode
+    with _open_text(path) as f:
+        if jsonl:
+            for line in f:
+                if not line.strip():
+                    continue
+                try:
+                    value = decode(line)
+                except msgspec.DecodeError:
+                    yield line
+                    continue
+                parts: list[str] = []
+                _strings(value, parts)
+                yield "\n".join(parts)
+            return
+        buf: list[str] = []
+        size = 0
+        for line in f:
+            buf.append(line)
+            size += len(line)
+            if size >= TEXT_CHUNK_CHARS:
+                yield "".join(buf)
+                buf, size = [], 0
+        if buf:
+            yield "".join(buf)
+
+
+def check_corpus_files(files: Iterable[Path]) -> list[Path]:
+    out = []
+    for path in files:
+        if not path.exists():
+            raise AgentsynthError(f"{path}: --corpus: no such file")
+        if path.is_dir():
+            raise AgentsynthError(f"{path}: --corpus: is a directory (give the files: DIR/*.jsonl)")
+        out.append(path)
+    if not out:
+        raise AgentsynthError("--corpus: give at least one corpus file (JSONL or text)")
+    return out
+
+
+# --- the scan -------------------------------------------------------------------------------------------
+
+
+class ContaminationScan:
+    """Streams corpus files once and counts, for each task text, how many of its n-grams occur."""
+
+    def __init__(self, texts: list[TaskText], canaries: dict[str, str], n: int, hasher: NgramHasher) -> None:
+        self.texts = texts
+        self.n = n
+        self.hasher = hasher
+        self.canaries = canaries  # canary string -> what it marks
+        self.canary_hits: dict[str, int] = dict.fromkeys(canaries, 0)
+        self.any_canary = 0  # records holding any agentsynth canary
+        long = [t for t in texts if not t.short and len(t.hashes)]
+        self.keys = np.unique(np.concatenate([t.hashes for t in long])) if long else np.empty(0, dtype=np.uint64)
+        self.found = np.zeros(len(self.keys), dtype=bool)
+        self.short = [t for t in texts if t.short]
+        self.short_found: set[int] = set()
+        self.records = 0
+        self.chars = 0
+        self.carry: list[str] = []
+
+    def scan_file(self, path: Path) -> None:
+        batch: list[list[str]] = []
+        size = 0
+        text_file = not (path.name[:-3] if path.name.endswith(".gz") else path.name).endswith(JSONL_SUFFIXES)
+        self.carry = []
+        for record in corpus_records(path):
+            self.records += 1
+            self.chars += len(record)
+            if CANARY_PREFIX in record:
+                self.any_canary += 1
+                for canary in self.canaries:
+                    if canary in record:
+                        self.canary_hits[canary] += 1
+            toks = tokens(record)
+            if text_file:  # n-grams across chunk boundaries of one text file
+                toks, self.carry = self.carry + toks, toks[-(self.n - 1):] if self.n > 1 else []
+            if self.short:
+                padded = " " + " ".join(toks) + " "
+                for i, t in enumerate(self.short):
+                    if i not in self.short_found and t.short in padded:
+                        self.short_found.add(i)
+            batch.append(toks)
+            size += len(record)
+            if size >= BATCH_CHARS:
+                self._flush(batch)
+                batch, size = [], 0
+        if batch:
+            self._flush(batch)
+
+    def _flush(self, batch: list[list[str]]) -> None:
+        if not len(self.keys):
+            return
+        hashes = self.hasher.hashes(batch)
+        if not len(hashes):
+            return
+        pos = np.searchsorted(self.keys, hashes)
+        pos[pos >= len(self.keys)] = 0
+        hit = self.keys[pos] == hashes
+        self.found[pos[hit]] = True
+
+    def finish(self) -> None:
+        for t in self.texts:
+            if t.short:
+                t.seen = 1 if self.short.index(t) in self.short_found else 0
+            elif len(t.hashes):
+                pos = np.searchsorted(self.keys, t.hashes)
+                t.seen = int(self.found[pos].sum())
+
+
+# --- the report -----------------------------------------------------------------------------------------
+
+
+def task_texts(pack: Any, n: int, hasher: NgramHasher) -> tuple[list[TaskText], dict[str, list[Any] | None]]:
+    texts: list[TaskText] = []
+    oracles: dict[str, list[Any] | None] = {}
+    for task in pack.tasks:
+        actions = oracle_actions(pack, task)
+        oracles[task.id] = actions
+        for field, text in (("instruction", task.instruction), ("answer", answer_text(actions))):
+            toks = tokens(text)
+            if not toks:
+                continue
+            if len(toks) < n:
+                texts.append(TaskText(task.id, field, text, np.empty(0, dtype=np.uint64),
+                                      short=" " + " ".join(toks) + " "))
+            else:
+                texts.append(TaskText(task.id, field, text, np.unique(hasher.hashes([toks]))))
+    return texts, oracles
+
+
+def contamination_report(pack: Any, corpus: list[Path], *, n: int = 13, threshold: float = 0.5,
+                         ) -> tuple[dict[str, Any], dict[str, list[Any] | None]]:
+    """The report (plain data) and the oracle actions per task (for the held-out variant)."""
+    files = check_corpus_files(corpus)
+    hasher = NgramHasher(n)
+    texts, oracles = task_texts(pack, n, hasher)
+    canary = pack_canary(pack)
+    scan = ContaminationScan(texts, {canary: pack.id}, n, hasher)
+    for path in files:
+        try:
+            scan.scan_file(path)
+        except OSError as exc:
+            raise AgentsynthError(f"{path}: --corpus: cannot be read: {exc}") from exc
+    scan.finish()
+    canary_found = scan.canary_hits[canary] > 0
+    by_task: dict[str, dict[str, Any]] = {}
+    for t in texts:
+        by_task.setdefault(t.task_id, {})[t.field] = t
+    tasks = []
+    for task in pack.tasks:
+        fields = by_task.get(task.id, {})
+        row: dict[str, Any] = {"id": task.id, "split": task.split}
+        for field in ("instruction", "answer"):
+            t = fields.get(field)
+            row[field] = None if t is None else {
+                "overlap": round(t.overlap, 4), "ngrams": t.size, "seen": t.seen, "verbatim_only": bool(t.short)}
+        worst = max((f.overlap for f in fields.values()), default=0.0)
+        row["overlap"] = round(worst, 4)
+        row["canary"] = canary
+        row["canary_found"] = canary_found
+        row["contaminated"] = worst >= threshold or canary_found
+        tasks.append(row)
+    report = {
+        "pack": pack.id, "pack_hash": pack.content_hash, "n": n, "threshold": threshold,
+        "corpus": {"files": [str(p) for p in files], "records": scan.records, "chars": scan.chars,
+                   "records_with_an_agentsynth_canary": scan.any_canary},
+        "canary": canary, "canary_found": canary_found,
+        "tasks": tasks,
+        "contaminated": [r["id"] for r in tasks if r["contaminated"]],
+        "max_overlap": max((r["overlap"] for r in tasks), default=0.0),
+    }
+    return report, oracles
+
+
+# --- the held-out variant ---------------------------------------------------------------------------------
+
+
+def _task_data(task: Any) -> dict[str, Any]:
+    """A Task as pack.yaml writes it (defaults left out)."""
+    data: dict[str, Any] = {"id": task.id}
+    if task.tier:
+        data["tier"] = task.tier
+    data["split"] = task.split
+    data["instruction"] = task.instruction
+    if task.environment:
+        data["environment"] = task.environment
+    if task.max_steps is not None:
+        data["max_steps"] = task.max_steps
+    data["checkers"] = [c.to_dict() if c.params else c.type for c in task.checkers]
+    if task.metadata:
+        data["metadata"] = task.metadata
+    return data
+
+
+def _action_data(action: Any) -> dict[str, Any]:
+    if isinstance(action, Answer):
+        return {"answer": action.content}
+    if isinstance(action, ToolCall):
+        return {"tool": action.name, "arguments": action.arguments}
+    raise AgentsynthError(f"unexpected oracle action {action!r}")
+
+
+def _yaml_dump(data: Any) -> str:
+    import yaml
+
+    class Dumper(yaml.SafeDumper):
+        pass
+
+    def text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+        style = "|" if "\n" in value else None
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+    Dumper.add_representer(str, text)
+    return yaml.dump(data, Dumper=Dumper, sort_keys=False, allow_unicode=True, width=110)
+
+
+async def _play(host: Any, pack: Any, task: Any, actions: list[Any], seed: int, timeout: float) -> Any:
+    from agentsynth_kernel import ComponentSpec, EpisodeConfig, run_episode
+
+    config = EpisodeConfig(ComponentSpec("scripted", {"actions": actions}), timeout=timeout)
+    return await run_episode(host, pack, task, 0, seed, config)
+
+
+def relabel_tasks(pack: Any, oracles: dict[str, list[Any] | None], *, seed: int = 0, verify: bool = True,
+                  timeout: float = 60.0) -> tuple[list[tuple[Any, list[Any] | None]], dict[str, str]]:
+    """(sibling task, relabelled oracle actions) for every task the world relabels and (with
+    ``verify``) whose relabelled oracle passes while the original transcript fails; and the
+    reason for every other task."""
+    from agentsynth_kernel import get_host
+    from agentsynth_kernel.testing.adversarial import relabel_data
+
+    host = get_host()
+    done: list[tuple[Any, list[Any] | None]] = []
+    skipped: dict[str, str] = {}
+    for task in pack.tasks:
+        try:
+            sibling = host.pm.hook.perturb_task(pack=pack, task=task, seed=seed)
+        except Exception as exc:  # a plugin's bug fails this task, not the command
+            skipped[task.id] = f"perturb_task raised {type(exc).__name__}: {exc}"
+            continue
+        if sibling is None:
+            skipped[task.id] = ("the world cannot relabel it (no perturb_task for this world, or a task checked on "
+                                "the answer, which relabelled ids would not change)")
+            continue
+        original = oracles.get(task.id)
+        carried = None if original is None else [relabel_data(a, sibling.relabel) for a in original]
+        if verify and carried is not None:
+            passed = asyncio.run(_play(host, sibling.pack, sibling.task, carried, seed, timeout))
+            if not passed.passed:
+                skipped[task.id] = ("the relabelled oracle does not pass the relabelled task "
+                                    f"({passed.error or passed.status}): a perturbation bug")
+                continue
+            replayed = asyncio.run(_play(host, sibling.pack, sibling.task, list(original or []), seed, timeout))
+            if replayed.passed:
+                skipped[task.id] = "the original oracle's transcript, replayed as is, still passes the relabelled task"
+                continue
+        done.append((sibling.task, carried))
+    return done, skipped
+
+
+def write_held_out(pack: Any, relabelled: list[tuple[Any, list[Any] | None]], out: Path, *,
+                   pack_id: str | None = None) -> Path:
+    """Write the held-out pack directory: the pack's data files, ``pack.yaml`` with the relabelled
+    tasks (an environment override every task shares, such as the relabelled seed, is written once
+    at the pack level) and ``oracle.py`` with the relabelled oracle. Refuses a non-empty ``out``."""
+    from agentsynth_kernel import read_yaml
+
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise AgentsynthError(f"{out}: --held-out-out: exists and is not an empty directory")
+    if not relabelled:
+        raise AgentsynthError(f"{out}: --held-out-out: no task of pack {pack.id!r} could be relabelled; nothing written")
+    source = Path(pack.source)
+    raw = read_yaml(source) if source.is_file() else {}
+    data: dict[str, Any] = {k: v for k, v in raw.items() if k not in ("tasks", "oracle")} if isinstance(raw, dict) else {}
+    data["id"] = pack_id or f"{pack.id}-heldout"
+    data["description"] = (f"Held-out variant of pack {pack.id!r} ({pack.content_hash}): ids and codes of the world "
+                           "relabelled, so that a memorised transcript or answer does not pass. "
+                           "Written by agentsynth pack contamination.")
+    tasks = [t for t, _ in relabelled]
+    shared: dict[str, Any] = {}
+    for key, value in tasks[0].environment.items():
+        if all(key in t.environment and t.environment[key] == value for t in tasks[1:]):
+            shared[key] = value
+    if shared:
+        env = dict(data.get("environment") or {})
+        if isinstance(data.get("environment"), str):
+            env = {"type": data["environment"]}
+        env.update(shared)
+        data["environment"] = env
+    rows = []
+    for t in tasks:
+        row = _task_data(t)
+        rest = {k: v for k, v in t.environment.items() if k not in shared}
+        if rest:
+            row["environment"] = rest
+        else:
+            row.pop("environment", None)
+        rows.append(row)
+    has_oracle = any(actions is not None for _, actions in relabelled)
+    if has_oracle:
+        data["oracle"] = "oracle.py"
+    data["tasks"] = rows
+    staging = Path(tempfile.mkdtemp(prefix=".heldout-", dir=out.parent if out.parent.exists() else None))
+    try:
+        _copy_data_files(pack, staging)
+        (staging / "pack.yaml").write_text(_yaml_dump(data), encoding="utf-8")
+        if has_oracle:
+            table = {t.id: [_action_data(a) for a in actions] for t, actions in relabelled if actions is not None}
+            (staging / "oracle.py").write_text(
+                f'"""The relabelled oracle of the held-out variant of pack {pack.id!r} (written by agentsynth).\"\"\"\n\n'
+                f"ORACLE = {pprint.pformat(table, width=110, sort_dicts=False)}\n", encoding="utf-8")
+        if out.exists():
+            out.rmdir()
+        out.parent.mkdir(parents=True, exist_ok=True)
+        staging.rename(out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return out
+
+
+def _copy_data_files(pack: Any, dest: Path) -> None:
+    """The files a pack's environment may name (schema, seed, fixtures): the pack directory's
+    files except pack.yaml and the oracle, for a pack.yaml directory only."""
+    source = Path(pack.source)
+    if source.name != "pack.yaml":
+        return
+    base = Path(pack.base_dir)
+    skip = {source.resolve(), *([pack.oracle_path.resolve()] if pack.oracle_path else [])}
+    total = 0
+    for path in sorted(base.rglob("*")):
+        rel = path.relative_to(base)
+        if any(p.startswith(".") or p == "__pycache__" for p in rel.parts) or path.resolve() in skip:
+            continue
+        if path.is_symlink() and base.resolve() not in path.resolve().parents:
+            continue  # a link out of the pack directory is not the pack's data
+        if path.is_dir():
+            (dest / rel).mkdir(parents=True, exist_ok=True)
+            continue
+        total += path.stat().st_size
+        if total > MAX_PACK_COPY_BYTES:
+            raise AgentsynthError(f"{base}: the pack directory holds more than {MAX_PACK_COPY_BYTES >> 20} MB of files; "
+                                  "not copied into the held-out variant")
+        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, dest / rel)
