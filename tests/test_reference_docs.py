@@ -289,3 +289,51 @@ def test_the_command_checks_and_writes(tmp_path):
     bad = run("--docs", str(not_a_dir))
     assert bad.returncode == 2 and f"{not_a_dir}: --docs: expected a directory" in bad.stderr
     assert "Traceback" not in bad.stderr
+
+
+class _Null:
+    """A world with no tools (to load run specs against)."""
+
+    def reset(self, seed: int) -> Any:
+        return ak.Observation("")
+
+    def tools(self) -> list[Any]:
+        return []
+
+    def step(self, call: Any) -> Any:
+        return ak.Observation("", error=True)
+
+    def close(self) -> None:
+        pass
+
+
+def test_the_run_spec_limits_on_the_page_are_the_loaders(tmp_path):
+    class Plugin:
+        @hookimpl
+        def register_environments(self, register: Any) -> None:
+            register("blank", _Null)
+
+    host = PluginHost()
+    host.add_plugin(_kernel_builtins(), "builtins")
+    host.add_plugin(Plugin(), "throwaway")
+    text = (DOCS / "reference" / "run-spec.md").read_text(encoding="utf-8")
+    limits = {key: int(value.replace(",", "")) for key, value in
+              re.findall(r"`(\w+)` is at least 1 and at most ([\d,]+)", text)}
+    assert set(limits) == {"trials", "concurrency", "max_steps"}
+    for key, high in limits.items():
+        for value, ok in ((high, True), (high + 1, False), (0, False)):
+            spec = tmp_path / f"{key}-{value}.yaml"
+            spec.write_text(f"policy: noop\nenvironment: blank\ntasks: [{{id: t, instruction: x, checkers: [{{type: called_tool, tool: x}}]}}]\n"
+                            f"{key}: {value}\n",
+                            encoding="utf-8")
+            if ok:
+                ak.load_run_spec(spec, host=host)
+            else:
+                with pytest.raises(ak.SpecError, match=key):
+                    ak.load_run_spec(spec, host=host)
+
+
+def _kernel_builtins() -> Any:
+    from importlib.metadata import entry_points
+
+    return next(ep for ep in entry_points(group="agentsynth", name="builtins")).load()
