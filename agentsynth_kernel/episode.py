@@ -24,6 +24,7 @@ from .errors import BudgetExceeded
 from .plugins import PluginHost
 from .records import Answer, EpisodeResult, Observation, Status, Step, ToolCall, Trajectory, Usage, Verdict
 from .spec import ComponentSpec, Pack, Task, build
+from .user import SimulatedUser, UserFailed, agent_view, factory_accepts, user_policy_spec
 
 
 class _WorkerThread:
@@ -230,6 +231,7 @@ class Episode:
         self.judge_error = ""
         self.worker = SyncWorker()
         self.env: Any = None
+        self.user: SimulatedUser | None = None  # the other side of a multi-turn task (``user:``)
         self.stage = "environment"  # who is running now: names the culprit of a timeout
 
     async def _stage(self, kind: str, fn: Callable[..., Any], *args: Any) -> Any:
@@ -250,9 +252,49 @@ class Episode:
         except (Exception, SystemExit, KeyboardInterrupt) as exc:
             raise StageError(kind, exc) from exc
 
-    def _make(self, kind: str, cspec: ComponentSpec) -> Any:
-        return build(kind, cspec, host=self.host, base_dir=self.pack.base_dir, task=self.task, pack=self.pack,
-                     run=self.run)
+    def _make(self, kind: str, cspec: ComponentSpec, task: Task | None = None) -> Any:
+        return build(kind, cspec, host=self.host, base_dir=self.pack.base_dir, task=task or self.task,
+                     pack=self.pack, run=self.run)
+
+    def _accepts(self, kind: str, cspec: ComponentSpec, name: str) -> bool:
+        reg = self.host.get(kind, cspec.type)
+        if reg.spec_cls is not None:
+            return name in attrs.fields_dict(reg.spec_cls)
+        return factory_accepts(reg.factory, name)
+
+    async def _start_user(self, tools: list[Any]) -> list[Any]:
+        """Build the simulated user of a multi-turn task; the tools left to the agent (dual control
+        keeps the user's own tools from it)."""
+        spec = self.task.user
+        if spec is None:
+            return tools
+        mine = set(spec.tools)
+        missing = sorted(mine - {t.name for t in tools})
+        if missing:
+            raise StageError("user", UserFailed(f"task {self.task.id!r}: user.tools names {missing}, which the "
+                                                "world does not offer"))
+        cspec = user_policy_spec(spec, lambda c, name: self._accepts("policy", c, name))
+        policy = await self._stage("user", self._make, "policy", cspec)
+        self.user = SimulatedUser(spec, self.task, policy, [t for t in tools if t.name in mine], self.seed)
+        return [t for t in tools if t.name not in mine]
+
+    async def _user_reply(self, message: str) -> Observation:
+        assert self.user is not None
+        env = self.env
+
+        async def call(fn: Any, *args: Any) -> Any:
+            return await self._stage("user", fn, *args)
+
+        async def step_world(action: ToolCall) -> Observation:
+            return cap_observation(await self._stage("environment", env.step, action),
+                                   self.config.max_observation_chars, self.config.max_observation_data_bytes)
+
+        try:
+            return await self.user.reply(message, call, step_world)
+        except UserFailed as exc:
+            raise StageError("user", exc) from exc
+        finally:
+            self.usage = self.usage + self.user.take_usage()
 
     async def play(self) -> Status:
         """Run the episode to its verdict; returns ``passed`` or ``failed``. Raises StageError."""
@@ -260,15 +302,16 @@ class Episode:
         self.env = env = self._build("environment", self.pack.task_environment(task))
         first = cap_observation(await self._stage("environment", env.reset, self.seed),
                                 self.config.max_observation_chars, self.config.max_observation_data_bytes)
-        tools = list(await self._stage("environment", env.tools))
+        tools = await self._start_user(list(await self._stage("environment", env.tools)))
         traj.tools = tools
         traj.initial_observation = first.content
         tool_names = {t.name for t in tools}
+        seen = agent_view(task)  # the agent never sees a simulated user's instructions
         # built on the episode's thread: a policy may import user code (an oracle, your agent) that
         # hangs at import, and the episode's timeout must still end it
-        policy = await self._stage("policy", self._make, "policy", self.config.policy)
+        policy = await self._stage("policy", self._make, "policy", self.config.policy, seen)
         max_steps = task.max_steps or self.config.max_steps
-        state = EpisodeState(task, tools, traj, first, self.seed, random.Random(self.seed), max_steps)
+        state = EpisodeState(seen, tools, traj, first, self.seed, random.Random(self.seed), max_steps)
         turn_index, done = 0, False
         while not done:
             if len(traj.steps) >= max_steps:
@@ -286,9 +329,14 @@ class Episode:
                 thought = turn.thought if i == 0 else ""
                 usage = turn.usage if i == 0 else None
                 if isinstance(action, Answer):
-                    traj.steps.append(Step(action, None, turn_index, 0.0, thought, usage))
+                    reply = None if self.user is None else await self._user_reply(action.content)
+                    traj.steps.append(Step(action, reply, turn_index, time.perf_counter() - started, thought, usage))
                     self._notify_step()
-                    done = True
+                    if reply is not None:  # the conversation goes on until the user ends it
+                        state.observation = reply
+                        done = reply.done
+                    else:
+                        done = True
                     break
                 rejected = turn.rejected.get(i)
                 size = _json_size(action.arguments) if rejected is None else 0
@@ -320,6 +368,26 @@ class Episode:
             turn_index += 1
         return await self.check()
 
+    async def _check_user(self, side: Trajectory) -> None:
+        """Check the rules the simulated user had to keep (``user.checks``) on its side of the talk:
+        a broken rule is the simulator's failure, whatever the world says."""
+        assert self.task.user is not None
+        broken = []
+        for cspec in self.task.user.checks:
+            try:
+                checker = self._make("checker", cspec)
+            except (Exception, SystemExit, KeyboardInterrupt) as exc:
+                raise StageError("user", exc) from exc
+            verdict = await self._stage("user", checker.check, self.env, side)
+            if not isinstance(verdict, Verdict):
+                raise StageError("user", TypeError(f"user check {cspec.type!r} returned {type(verdict).__name__}"))
+            verdict = Verdict(f"user.{verdict.checker}", verdict.passed, verdict.score, verdict.detail, verdict.data)
+            self.verdicts.append(verdict)
+            if not verdict.passed:
+                broken.append(f"{verdict.checker}: {verdict.detail}")
+        if broken:
+            raise StageError("user", UserFailed("the simulated user broke its instructions: " + "; ".join(broken)))
+
     def _notify_step(self) -> None:
         """Hand the newest step to ``on_step``; an observer that raises is dropped, never the episode."""
         if self.on_step is None:
@@ -330,6 +398,15 @@ class Episode:
             self.on_step = None
 
     async def check(self) -> Status:
+        # the world's checkers run first, so their verdicts are kept when the user broke its rules
+        status = await self._check_world()
+        side = self.user.trajectory if self.user is not None else self.trajectory.user  # a replay: as stored
+        if side is not None and self.task.user is not None:
+            self.trajectory.user = side
+            await self._check_user(side)
+        return status
+
+    async def _check_world(self) -> Status:
         checks = self.pack.task_checkers(self.task)
         if not checks:
             raise StageError("checker", ValueError(f"task {self.task.id!r} has no checkers"))
@@ -476,8 +553,19 @@ async def replay_episode(
         episode.env = env = episode._build("environment", pack.task_environment(task))
         await episode._stage("environment", env.reset, seed)
         await episode._stage("environment", env.tools)
+        # a simulated user's own tool calls (dual control) ran while it answered the agent's k-th message
+        user_calls: dict[int, list[ToolCall]] = {}
+        for user_step in trajectory.user.steps if trajectory.user is not None else []:
+            if isinstance(user_step.action, ToolCall) and not user_step.invalid:
+                user_calls.setdefault(user_step.turn, []).append(user_step.action)
+        messages = 0
         for index, step in enumerate(trajectory.steps):
-            if isinstance(step.action, Answer) or step.invalid:
+            if isinstance(step.action, Answer):
+                messages += 1
+                for call in user_calls.get(messages, []):
+                    await episode._stage("environment", env.step, call)
+                continue
+            if step.invalid:
                 continue
             obs = cap_observation(await episode._stage("environment", env.step, step.action))
             before = step.observation or Observation()

@@ -15,7 +15,10 @@ from .stats import pass_at_k, pass_hat_k, wilson_interval
 
 # Failures that are not the agent's: they are left out of ``pass_rate_excluding_infra``. A policy that
 # raises is the agent under test failing (its code or its output), so ``policy`` is not among them.
-INFRA_KINDS = ("environment", "checker", "judge", "provider", "timeout", "budget")
+INFRA_KINDS = ("environment", "checker", "judge", "provider", "timeout", "budget", "user")
+# A simulated user that broke its instructions or failed (multi-turn tasks): the simulator's failure,
+# reported apart as well (``pass_rate_excluding_user``), as τ²-bench does.
+USER_KIND = "user"
 
 
 def _rate(passed: int, n: int) -> dict[str, Any]:
@@ -105,6 +108,7 @@ def summarize_results(
         "judge_errors": tally.judge_errors,
         "pass_rate": _rate(counts["passed"], episodes),
         "pass_rate_excluding_infra": _rate(counts["passed"], episodes - infra),
+        "pass_rate_excluding_user": _rate(counts["passed"], episodes - errors_by_kind.get(USER_KIND, 0)),
         f"pass_hat_{k}": {"mean": pass_hat / n_tasks if n_tasks else 0.0, **_rate(round(pass_hat), n_tasks)},
         "tiers": {
             tier: {"tasks": len(rows), "pass_at_1": sum(r["pass_at_1"] for r in rows) / len(rows)}
@@ -250,6 +254,11 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
             f"pass rate without infrastructure failures {ex['rate']:.1%} ({ex['passed']}/{ex['n']},"
             f" {summary.get('infrastructure_failures', 0)} left out)"
         )
+    users = summary["errors_by_kind"].get(USER_KIND, 0)
+    if users:
+        ex = summary["pass_rate_excluding_user"]
+        lines.append(f"pass rate without simulated-user failures {ex['rate']:.1%} ({ex['passed']}/{ex['n']},"
+                     f" {users} episode(s) where the simulated user broke its instructions or failed)")
     if summary.get("judge_errors"):
         lines.append(f"judge failed on {summary['judge_errors']} episode(s); their checker verdicts stand"
                      " (see judge_error in the results)")

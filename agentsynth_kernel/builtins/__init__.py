@@ -27,6 +27,8 @@ def register_checkers(register: Any) -> None:
     register("answer_contains", checkers.AnswerContains, description="The final answer contains text / matches a regex")
     register("answer_number", checkers.AnswerNumber,
              description="The final answer states exactly one number (besides the task's own) and it is right")
+    register("said", checkers.Said,
+             description="What was said over a whole conversation (every message; optionally before a tool call)")
 
 
 @hookimpl

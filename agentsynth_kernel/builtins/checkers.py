@@ -106,3 +106,46 @@ class AnswerNumber:
         ok = abs(stated[0] - self.value) <= self.tolerance
         return Verdict("answer_number", ok, float(ok),
                        f"the answer states {stated[0]:g}" + ("" if ok else f", expected {self.value:g}"))
+
+
+class Said:
+    """Checks what was said over a whole conversation, not just the last answer: every message of
+    the trajectory (the agent's messages to the user; on a simulated user's side, the user's).
+
+    Passes when the messages together contain every string of ``text`` and one matches ``regex``,
+    and none matches a ``reject`` pattern. With ``before: TOOL`` only the messages sent before the
+    first call of that tool count: "the agent asked for confirmation before it refunded"."""
+
+    def __init__(self, text: str | list[str] | tuple[str, ...] = (), regex: str | None = None,
+                 reject: str | list[str] | tuple[str, ...] = (), before: str | None = None,
+                 case_sensitive: bool = False) -> None:
+        self.texts = [text] if isinstance(text, str) else list(text)
+        flags = 0 if case_sensitive else re.IGNORECASE
+        self.regex = re.compile(regex, flags) if regex else None
+        self.rejects = [re.compile(r, flags) for r in ([reject] if isinstance(reject, str) else list(reject))]
+        self.before, self.case_sensitive = before, case_sensitive
+        if not self.texts and self.regex is None and not self.rejects:
+            raise ValueError("said needs 'text', 'regex' or 'reject'")
+
+    @runs_inline
+    def check(self, env: Any, trajectory: Trajectory) -> Verdict:
+        messages: list[str] = []
+        for step in trajectory.steps:
+            if self.before is not None and getattr(step.action, "name", None) == self.before:
+                break
+            content = getattr(step.action, "content", None)
+            if isinstance(content, str) and not hasattr(step.action, "name"):
+                messages.append(content)
+        where = f" before the first {self.before} call" if self.before else ""
+        for pattern in self.rejects:
+            hit = next((m for m in messages if pattern.search(m)), None)
+            if hit is not None:
+                return Verdict("said", False, 0.0, f"a message{where} matches the rejected pattern /{pattern.pattern}/")
+        hay = "\n".join(messages)
+        hay = hay if self.case_sensitive else hay.lower()
+        missing = [t for t in self.texts if (t if self.case_sensitive else t.lower()) not in hay]
+        if missing:
+            return Verdict("said", False, 0.0, f"no message{where} says {missing!r}")
+        if self.regex is not None and not any(self.regex.search(m) for m in messages):
+            return Verdict("said", False, 0.0, f"no message{where} matches /{self.regex.pattern}/")
+        return Verdict("said", True, 1.0, f"{len(messages)} message(s){where} checked")

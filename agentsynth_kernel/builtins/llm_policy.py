@@ -235,6 +235,10 @@ class LLMPolicy:
             self.messages = self._start(state)
         else:
             self.messages.extend(self._tool_results(state, turn_index - 1))
+            last = state.trajectory.steps[-1] if state.trajectory.steps else None
+            if last is not None and isinstance(last.action, Answer) and last.observation is not None:
+                # a multi-turn task: the simulated user answered the model's message
+                self.messages.append({"role": "user", "content": last.observation.content})
         self.pending = []
         if self.turns >= self.max_turns:
             state.trajectory.metadata["stopped"] = "max_turns"

@@ -46,12 +46,12 @@ from .packs import (
 )
 from .params import CONTEXT_PARAMS, absolute_code_refs, check_component
 from .schema import _ID_RE as _ID_RE  # task and pack ids (the pack commands check new ones)
-from .schema import SPLITS, Budget, ComponentSpec, Pack, RunSpec, Task
+from .schema import SPLITS, Budget, ComponentSpec, Pack, RunSpec, Task, UserSpec
 from .structuring import InvalidValue, converter, structure, unstructure
 
 __all__ = [
     "CONTEXT_PARAMS", "MAX_CONCURRENCY", "MAX_DEPTH", "MAX_FILE_BYTES", "MAX_STEPS", "MAX_TIMEOUT", "MAX_TRIALS",
-    "MAX_VALUES", "SPLITS", "Bounds", "Budget", "ComponentSpec", "InvalidValue", "Pack", "RunSpec", "Task",
+    "MAX_VALUES", "SPLITS", "Bounds", "Budget", "ComponentSpec", "InvalidValue", "Pack", "RunSpec", "Task", "UserSpec",
     "absolute_code_refs", "build", "check_component", "check_pack", "check_shape", "content_hash", "converter",
     "expand_variables", "load_pack", "load_run_spec", "parse_component", "read_spec_yaml", "read_yaml",
     "resolve_pack", "run_settings_problems", "select_tasks", "structure", "unstructure",

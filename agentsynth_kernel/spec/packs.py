@@ -13,7 +13,7 @@ from ..errors import SpecError, did_you_mean
 from ..plugins import PluginHost, get_host
 from .loader import content_hash, read_spec_yaml
 from .params import absolute_code_refs, check_component
-from .schema import _ID_RE, SPLITS, ComponentSpec, Pack, RunSpec, Task
+from .schema import _ID_RE, SPLITS, ComponentSpec, Pack, RunSpec, Task, UserSpec
 from .structuring import structure
 
 MAX_TRIALS = 10_000
@@ -82,12 +82,36 @@ def check_pack(pack: Pack, host: PluginHost, prefix: str = "") -> list[str]:
             problems += check_component("checker", cspec, f"{where}.checkers[{j}]", host, base)
         if task.max_steps is not None and not 1 <= task.max_steps <= MAX_STEPS:
             problems.append(f"{where}.max_steps: expected an integer >= 1 and <= {MAX_STEPS}, got {task.max_steps}")
+        if task.user is not None:
+            problems += user_problems(task.user, f"{where}.user", host, base)
         if not pack.task_checkers(task):
             problems.append(f"{where}.checkers: no checker decides this task (add one to the task or the pack)")
     if pack.oracle and not (pack.base_dir / pack.oracle).is_file():
         problems.append(f"{prefix}oracle: file not found: {pack.base_dir / pack.oracle}")
     return problems
 
+
+
+MAX_USER_TURNS = 1_000
+
+
+def user_problems(user: UserSpec, where: str, host: PluginHost, base: Path) -> list[str]:
+    """A simulated user must be played by something, within sane bounds, by components that exist."""
+    problems = []
+    if user.script is not None and user.policy is not None:
+        problems.append(f"{where}: give either 'script' or 'policy', not both")
+    elif user.script is None and user.policy is None:
+        problems.append(f"{where}: give 'script' (scripted turns) or 'policy' (who plays the user)")
+    if not 1 <= user.max_turns <= MAX_USER_TURNS:
+        problems.append(f"{where}.max_turns: expected an integer >= 1 and <= {MAX_USER_TURNS:,}, got {user.max_turns}")
+    if user.policy is not None:
+        problems += check_component("policy", user.policy, f"{where}.policy", host, base)
+    for j, cspec in enumerate(user.checks):
+        problems += check_component("checker", cspec, f"{where}.checks[{j}]", host, base)
+    for key, value in (("usd", user.budget.usd), ("tokens", user.budget.tokens)):
+        if value is not None and not (math.isfinite(value) and value >= 0):
+            problems.append(f"{where}.budget.{key}: expected a number >= 0, got {value}")
+    return problems
 
 
 def run_settings_problems(spec: RunSpec) -> list[str]:

@@ -30,6 +30,35 @@ class ComponentSpec:
 
 
 @attrs.frozen
+class Budget:
+    """A hard cap on what the run may spend; ``None`` = no cap."""
+
+    usd: float | None = None
+    tokens: int | None = None
+
+
+@attrs.frozen
+class UserSpec:
+    """The simulated user of a multi-turn task (``user:``; see :mod:`agentsynth_kernel.user`).
+
+    ``instructions`` are what the user knows and wants, never shown to the agent. The user is played
+    by a ``script`` of turns (it ends the talk after the last) or by any ``policy`` (an ``llm`` with
+    its own model; it ends the talk by writing ``stop``). ``tools``: world tools only the user may
+    call (dual control). ``checks``: checkers run on the user's side of the talk, rules the
+    simulator must keep. ``budget``: what the user may spend per episode.
+    """
+
+    instructions: str = ""
+    script: list[str] | None = None
+    policy: ComponentSpec | None = None
+    max_turns: int = 10
+    stop: str = "###STOP###"
+    tools: list[str] = attrs.field(factory=list)
+    checks: list[ComponentSpec] = attrs.field(factory=list)
+    budget: Budget = attrs.field(factory=Budget)
+
+
+@attrs.frozen
 class Task:
     """One task of a pack: an instruction for the agent and checkers on the world's end state."""
 
@@ -41,6 +70,8 @@ class Task:
     environment: dict[str, Any] = attrs.field(factory=dict)
     max_steps: int | None = None
     metadata: dict[str, Any] = attrs.field(factory=dict)
+    # a multi-turn task: the instruction is the user's opening message, and this user answers
+    user: UserSpec | None = None
 
 
 @attrs.frozen
@@ -92,12 +123,6 @@ class Pack:
         return default if default.is_file() and self.source.endswith("pack.yaml") else None
 
 
-@attrs.frozen
-class Budget:
-    """A hard cap on what the run may spend; ``None`` = no cap."""
-
-    usd: float | None = None
-    tokens: int | None = None
 
 
 @attrs.frozen
@@ -133,6 +158,6 @@ class RunSpec:
     executor: ComponentSpec | None = None
 
 
-for _cls in (ComponentSpec, Task, Pack, Budget, RunSpec):
+for _cls in (ComponentSpec, UserSpec, Task, Pack, Budget, RunSpec):
     _cls.__module__ = "agentsynth_kernel.spec"
 del _cls
