@@ -25,7 +25,10 @@ Out of its training distribution a verifier's confidence means little (a traject
 the features: a long confident answer without a single tool call). :meth:`Verifier.novelty` says
 why an item is unlike anything the verifier was trained on (a feature outside the training range,
 a tool never seen, a combination far from every training example, an answer in mostly unseen
-words), and routing sends such items to the judge instead of trusting the probability.
+words), and routing sends such items to the judge instead of trusting the probability. It also
+accepts only what lies within the feature ranges of the training *passes* (an answer with no tool
+call is unlike every pass when every pass called a tool, whatever its words), and drops only what
+lies within those of the training fails.
 """
 
 from __future__ import annotations
@@ -51,7 +54,7 @@ FEATURE_VERSION = 1
 FORMAT = "agentsynth-verifier"
 FORMAT_VERSION = 1
 TEXT_FEATURES = 2**10
-TOOL_FEATURES = 2**6
+TOOL_FEATURES = 2**10
 
 # name -> log1p-transformed (counts) or as is (rates and flags)
 NUMERIC: dict[str, bool] = {
@@ -167,6 +170,12 @@ def featurize(trajectory: Trajectory) -> Features:
     )
     numeric = {name: (math.log1p(raw[name]) if logged else float(raw[name])) for name, logged in NUMERIC.items()}
     names = frozenset(s.action.name for s in calls if isinstance(s.action, ToolCall))
+    # what the task asks x what was done: lets a linear model learn "a task that says 'refund' passes
+    # when the write tool was called" (which tools write is nowhere declared)
+    words = sorted({w for w in _WORD_RE.findall(trajectory.instruction.lower()) if len(w) > 3 and not w.isdigit()})
+    for w in words[:40]:
+        for name in sorted(names) or ["(none)"]:
+            tools[f"task:{w}|{name}"] = 1.0
     return Features(numeric, tools, answer, names)
 
 
@@ -199,6 +208,8 @@ def matrix(features: Sequence[Features]) -> Any:
 class Prediction:
     p_pass: float
     novelty: list[str]  # why the item is out of the training distribution (empty: in distribution)
+    unlike_passed: list[str] = attrs.field(factory=list)  # why it looks like no passed training example
+    unlike_failed: list[str] = attrs.field(factory=list)  # ... like no failed one
 
 
 @attrs.define
@@ -212,6 +223,7 @@ class Verifier:
     std: Any
     low: Any  # per numeric feature, the training range widened by a margin
     high: Any
+    support: Any  # [failed, passed] x [low, high] per numeric feature: each class's range, widened
     nn_limit: float  # distance to the nearest training example beyond which an item is novel
     seen_words: Any  # bool per text bucket: some training answer used it
     tool_names: frozenset[str]
@@ -227,20 +239,25 @@ class Verifier:
             return []
         feats = [featurize(t) for t in trajectories]
         probs = self.model.predict_proba(matrix(feats))[:, 1]
-        return [Prediction(round(float(p), 6), self.novelty(f)) for p, f in zip(probs, feats, strict=True)]
+        return [Prediction(round(float(p), 6), self.novelty(f), self.unlike(f, True), self.unlike(f, False))
+                for p, f in zip(probs, feats, strict=True)]
+
+    def unlike(self, f: Features, passed: bool) -> list[str]:
+        """Why ``f`` is outside the feature ranges of the training examples that passed (or failed): a
+        verifier accepts only what looks like a training pass, and drops only what looks like a fail."""
+        import numpy as np
+
+        low, high = self.support[int(passed)]
+        what = "passed" if passed else "failed"
+        return _outside(np.array([f.numeric[n] for n in NUMERIC], dtype=float), low, high,
+                        f"the {what} training episodes'")
 
     def novelty(self, f: Features) -> list[str]:
         """Why ``f`` is unlike the training data (empty when it is not)."""
         import numpy as np
 
-        reasons: list[str] = []
         values = np.array([f.numeric[n] for n in NUMERIC], dtype=float)
-        for i, name in enumerate(NUMERIC):
-            if values[i] > self.high[i] or values[i] < self.low[i]:
-                shown = math.expm1(values[i]) if NUMERIC[name] else values[i]
-                lo = math.expm1(self.low[i]) if NUMERIC[name] else self.low[i]
-                hi = math.expm1(self.high[i]) if NUMERIC[name] else self.high[i]
-                reasons.append(f"{name} {shown:g} outside the training range [{max(lo, 0):.3g}, {hi:.3g}]")
+        reasons = _outside(values, self.low, self.high, "the training")
         unseen = sorted(f.tool_names - self.tool_names)
         if unseen:
             reasons.append(f"calls tool(s) never seen in training: {', '.join(unseen)}")
@@ -262,7 +279,7 @@ class Verifier:
         import skops.io as sio
 
         payload = {"model": self.model, "reference": self.reference, "mean": self.mean, "std": self.std,
-                   "low": self.low, "high": self.high, "seen_words": self.seen_words}
+                   "low": self.low, "high": self.high, "support": self.support, "seen_words": self.seen_words}
         blob = sio.dumps(payload)
         self.provenance["model_sha256"] = hashlib.sha256(blob).hexdigest()
         self.provenance["nn_limit"] = self.nn_limit
@@ -275,6 +292,16 @@ class Verifier:
             zf.writestr("model.skops", blob)
         tmp.replace(path)
         self.path = path
+
+
+def _outside(values: Any, low: Any, high: Any, what: str) -> list[str]:
+    reasons = []
+    for i, (name, logged) in enumerate(NUMERIC.items()):
+        if values[i] > high[i] or values[i] < low[i]:
+            shown, lo, hi = ((math.expm1(x) for x in (values[i], low[i], high[i])) if logged
+                             else (values[i], low[i], high[i]))
+            reasons.append(f"{name} {shown:.3g} outside {what} range [{max(lo, 0):.3g}, {hi:.3g}]")
+    return reasons
 
 
 def read_provenance(path: Path) -> tuple[dict[str, Any], bytes]:
@@ -323,6 +350,7 @@ def load_verifier(path: Path) -> Verifier:
             f"trained with scikit-learn {prov.get('sklearn_version')}, loaded with {_sklearn().__version__}")
     return Verifier(payload["model"], prov, np.asarray(payload["reference"]), np.asarray(payload["mean"]),
                     np.asarray(payload["std"]), np.asarray(payload["low"]), np.asarray(payload["high"]),
+                    np.asarray(payload["support"]),
                     float(prov["nn_limit"]), np.asarray(payload["seen_words"], dtype=bool),
                     frozenset(prov.get("tool_names") or ()), Path(path))
 
@@ -428,6 +456,12 @@ def train_verifier(
     numeric = np.array([[f.numeric[n] for n in NUMERIC] for f in (feats[i] for i in train_idx)], dtype=float)
     lo, hi = numeric.min(axis=0), numeric.max(axis=0)
     margin = 0.1 * (hi - lo) + 0.05
+    support = np.zeros((2, 2, len(NUMERIC)))
+    for cls in (0, 1):
+        rows = numeric[y_train == bool(cls)]
+        c_lo, c_hi = rows.min(axis=0), rows.max(axis=0)
+        c_margin = 0.1 * (c_hi - c_lo) + 0.05
+        support[cls] = (c_lo - c_margin, c_hi + c_margin)
     mean, std = numeric.mean(axis=0), np.maximum(numeric.std(axis=0), 0.1)
     z = (numeric - mean) / std
     rng = np.random.default_rng(seed)
@@ -448,8 +482,8 @@ def train_verifier(
         "python": platform.python_version(), "agentsynth_judge_version": _plugin_version(),
         "report": report,
     }
-    return Verifier(model, provenance, reference, mean, std, lo - margin, hi + margin, nn_limit, seen_words,
-                    tool_names), report
+    return Verifier(model, provenance, reference, mean, std, lo - margin, hi + margin, support, nn_limit,
+                    seen_words, tool_names), report
 
 
 def _signature(t: Trajectory) -> str:

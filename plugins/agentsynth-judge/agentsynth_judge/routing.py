@@ -2,7 +2,8 @@
 
 An item whose calibrated P(pass) is at least ``accept_above`` is accepted, one at most
 ``drop_below`` is dropped, and the borderline band in between goes to the judge. So does every
-item the verifier finds out of its training distribution (:meth:`Verifier.novelty`): a
+item the verifier finds out of its training distribution (:meth:`Verifier.novelty`), and every
+confident pass that looks like no passed training example (or fail like no failed one): a
 probability extrapolated from features the verifier never saw is not a confident one (``ood:
 trust`` turns that off). What routing saves is judge calls; what it may cost is agreement, which
 :func:`route_results` measures where a reference exists: the world's verdict of an episode, and,
@@ -49,13 +50,22 @@ def check_thresholds(accept_above: float, drop_below: float) -> None:
 
 def decide(p: Prediction, accept_above: float, drop_below: float, ood: str = "judge") -> str:
     """``accept`` / ``drop`` / ``judge`` for one prediction."""
-    if p.novelty and ood == "judge":
+    if ood == "judge" and p.novelty:
         return "judge"
     if p.p_pass >= accept_above:
-        return "accept"
+        return "judge" if ood == "judge" and p.unlike_passed else "accept"
     if p.p_pass <= drop_below:
-        return "drop"
+        return "judge" if ood == "judge" and p.unlike_failed else "drop"
     return "judge"
+
+
+def doubts(p: Prediction, accept_above: float, drop_below: float) -> list[str]:
+    """Why a confident prediction was not trusted (out of distribution, or unlike its class)."""
+    if p.p_pass >= accept_above:
+        return p.novelty + p.unlike_passed
+    if p.p_pass <= drop_below:
+        return p.novelty + p.unlike_failed
+    return p.novelty
 
 
 def _share(hits: int, n: int) -> float | None:
@@ -73,7 +83,8 @@ class RouteReport:
     novel: int = 0  # sent to the judge because out of distribution
     judge_errors: int = 0
     judge_calls: int = 0
-    compare_calls: int = 0  # extra calls of --compare, to measure
+    compare: bool = False  # every item was judged too, to measure what routing loses
+    compare_calls: int = 0  # the extra calls that took
     stopped: str = ""
     rows: list[dict[str, Any]] = attrs.field(factory=list)
 
@@ -95,7 +106,7 @@ class RouteReport:
                          "judged": agree(judged), "judged_n": len(judged)},
         }
         full = [r for r in self.rows if r.get("judge_all") is not None]
-        if self.compare_calls or full:
+        if self.compare:
             same = sum(1 for r in full if r["passed"] == r["judge_all"])
             full_world = [r for r in full if r.get("world") in ("passed", "failed")]
             routed_acc = agree([r for r in full_world if r["passed"] is not None])
@@ -133,7 +144,7 @@ async def route_results(
     if ood not in OOD_MODES:
         raise VerifierError(f"ood: expected one of {', '.join(OOD_MODES)}, got {ood!r}")
     items = [(run, r) for run, r in items if r.trajectory is not None]
-    report = RouteReport(n=len(items))
+    report = RouteReport(n=len(items), compare=compare)
     predictions = verifier.predict([r.trajectory for _, r in items])
     gate = asyncio.Semaphore(max(1, concurrency))
 
@@ -159,8 +170,9 @@ async def route_results(
         row: dict[str, Any] = {"run": run, "task_id": r.task_id, "trial": r.trial, "seed": r.seed,
                                "world": r.status, "p_pass": p.p_pass, "route": route, "passed": None,
                                "verifier": verifier.id}
-        if p.novelty:
-            row["novelty"] = p.novelty
+        why = doubts(p, accept_above, drop_below) if ood == "judge" else []
+        if why:
+            row["novelty"] = why
         if route == "judge" or compare:
             if route == "judge":
                 report.judge_calls += 1
@@ -183,7 +195,7 @@ async def route_results(
             report.dropped += 1
         else:
             report.judged += 1
-            report.novel += bool(p.novelty) and ood == "judge"
+            report.novel += bool(why)
         emit(row)
 
     async def run_all() -> None:
@@ -258,8 +270,9 @@ class RoutedJudge:
             res = await call(self.judge.score, trajectory, verdicts)
             inner = trajectory.metadata.get(METADATA_KEY)
             dims = {**res.dimensions, "p_pass": p.p_pass, "routed": 0.0}
+            why = doubts(p, self.accept_above, self.drop_below)
             result = JudgeResult(res.score, dims, f"routed to the judge (P(pass) {p.p_pass:.3f}"
-                                 + (", out of distribution" if p.novelty else "") + ")\n" + res.rationale,
+                                 + (f"; not trusted: {why[0]}" if why else "") + ")\n" + res.rationale,
                                  res.passed, res.usage)
             return annotate(trajectory, self, result, verifier=self.verifier.id, route=route, inner=inner)
         veto = _veto(verdicts) if self.veto else ""

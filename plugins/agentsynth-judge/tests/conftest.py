@@ -150,6 +150,8 @@ def write_spec(path: Path, text: str) -> Path:
 # --- labelled runs of a real pack (the `core` pack of agentsynth-sql) for the learned verifier -----------
 
 SLOPPY = Path(__file__).with_name("sloppy_agent.py")
+CHEAT = Path(__file__).with_name("cheat_agent.py")
+CHEATS = ("copy_answer", "long_confident")
 CORE_POLICIES = {
     "oracle": ("oracle", 1, None),
     "noop": ("noop", 1, None),
@@ -158,6 +160,8 @@ CORE_POLICIES = {
     # fresh runs (other seeds), for routing: not in the training data
     "fresh-sloppy": (f"{{type: callable, function: '{SLOPPY}:SloppyOracle'}}", 3, 7),
     "fresh-random": ("{type: random, calls: 3}", 1, 7),
+    # agents that game the verifier's features (no tool call)
+    **{name: (f"{{type: callable, function: '{CHEAT}:{name}'}}", 1, None) for name in CHEATS},
 }
 TRAIN_RUNS = ("oracle", "noop", "random", "sloppy")
 

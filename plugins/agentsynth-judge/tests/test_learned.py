@@ -28,7 +28,8 @@ def test_features_come_from_the_trajectory_alone():
     t = traj(read("color", "red"), write("color", "blue"), "The note 'color' is now blue (was 'red', 2 steps).")
     f = featurize(t)
     assert f.numeric["tool_calls"] == pytest.approx(__import__("math").log1p(2))
-    assert f.tools == {"call:read": 1.0, "call:write": 1.0} and f.tool_names == {"read", "write"}
+    assert {k: v for k, v in f.tools.items() if k.startswith("call:")} == {"call:read": 1.0, "call:write": 1.0}
+    assert f.tool_names == {"read", "write"} and f.tools["task:note|write"] == 1.0  # what was asked x what was done
     assert f.numeric["answered"] == 1.0 and f.numeric["ungrounded_numbers"] > 0  # "2" is in no observation
     # a judge's note (with its pass/fail) in the metadata is not a feature
     t.metadata["judge"] = {"passed": True, "score": 1.0}
