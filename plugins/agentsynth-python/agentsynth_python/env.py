@@ -31,6 +31,7 @@ import attrs
 
 from agentsynth_kernel import Bounds, InvalidValue, Observation, ToolCall, ToolSpec
 
+from .container import ContainerSpec, to_spec
 from .files import describe_changes, scan, seed_world
 from .sandbox import (
     ISOLATIONS,
@@ -56,6 +57,13 @@ def _isolation(instance: Any, attribute: Any, value: str) -> None:
         raise InvalidValue(f"isolation: expected one of {', '.join(ISOLATIONS)}, got {value!r}")
 
 
+def _container(value: Any) -> ContainerSpec:
+    try:
+        return to_spec(value)
+    except (TypeError, ValueError) as exc:
+        raise InvalidValue(str(exc)) from None
+
+
 @attrs.frozen
 class PythonEnvSpec:
     """Parameters of ``environment: {type: python, ...}``.
@@ -63,13 +71,16 @@ class PythonEnvSpec:
     ``files``: a directory (relative to the pack) copied into each episode's world. ``packages``:
     top-level modules of the HOST environment made importable in the sandbox (read-only).
     ``isolation``: ``auto``/``bwrap`` need bubblewrap and fail with the reason when it does not
-    work; ``none`` runs the code as a plain subprocess with the same rlimits but no namespaces
+    work; ``container`` runs each sandboxed process in a Podman / Docker container (``container:``
+    says which runtime and image; a missing runtime or image is an error, never a fallback);
+    ``none`` runs the code as a plain subprocess with the same rlimits but no namespaces
     (trusted code only). Limits hold for every process of the sandbox; ``wall_seconds`` per call.
     """
 
     files: str | None = None
     packages: list[str] = attrs.field(factory=list)
     isolation: str = attrs.field(default="auto", validator=_isolation)
+    container: ContainerSpec = attrs.field(factory=ContainerSpec, converter=_container)
     shell: bool = True
     intro: str = ""
     cpu_seconds: Annotated[int, Bounds(low=1, high=3600)] = 30
@@ -111,6 +122,12 @@ class PythonEnvironment:
         self.spec = spec if spec is not None else PythonEnvSpec(**params)
         self.base_dir = Path(base_dir) if base_dir is not None else Path.cwd()
         self.isolation = resolve_isolation(self.spec.isolation)
+        self.runtime: Any = None
+        if self.isolation == "container":
+            from . import container
+
+            self.runtime = container.probe(self.spec.container)  # ContainerError: the reason and the fix
+            container.sweep(self.runtime)
         try:
             self.packages = package_paths(list(self.spec.packages))
         except ValueError as exc:
@@ -142,13 +159,14 @@ class PythonEnvironment:
         register_world(self._root)
         if self.source is not None:
             seed_world(self.source, self.world)
-        self.uid = claim_uid(f"{self.task_id}:{seed}") if self.isolation == "bwrap" else None
+        self.uid = claim_uid(f"{self.task_id}:{seed}") if self.isolation in ("bwrap", "container") else None
         chown_tree(self.world, self.uid)
         self._start()
         self._files, _, _ = scan(self.world, self.spec.max_files)
         listing = "\n".join(f"  {p} ({s:,} bytes)" for p, (s, _) in sorted(self._files.items())) or "  (empty)"
-        where = "/world" if self.isolation == "bwrap" else "the world directory"
-        text = (f"A Python {sys.version_info[0]}.{sys.version_info[1]} sandbox, working directory "
+        where = "/world" if self.isolation in ("bwrap", "container") else "the world directory"
+        version = self.runtime.version if self.runtime is not None else f"{sys.version_info[0]}.{sys.version_info[1]}"
+        text = (f"A Python {version} sandbox, working directory "
                 f"{where} (no network). Files:\n{listing}")
         if self.spec.intro:
             text = f"{self.spec.intro}\n\n{text}"
@@ -196,7 +214,7 @@ class PythonEnvironment:
     def _start(self) -> None:
         assert self.world is not None
         self.proc = Process(world=self.world, isolation=self.isolation, limits=self.spec.limits, mode="serve",
-                            seed=self.seed, packages=self.packages, writable=True, uid=self.uid)
+                            seed=self.seed, packages=self.packages, writable=True, uid=self.uid, runtime=self.runtime)
         line, why = self.proc.read_line(time.monotonic() + self.spec.start_seconds, 4096)
         if line is None or not line.startswith(b'{"ready"'):
             detail = self.proc.stderr_text()
@@ -286,7 +304,9 @@ class PythonEnvironment:
             text = (f"error: the call ran past its wall-time limit of {self.spec.wall_seconds:g} s; every process of "
                     "the sandbox was killed")
         elif why == "eof":
-            text = f"error: the Python process ended: {self._killed_why or death_reason(code, self.spec.limits)}"
+            oom = (f"killed: out of memory (the container's memory limit of {self.spec.memory_bytes:,} bytes, "
+                   "memory_bytes)") if proc.oom else ""
+            text = f"error: the Python process ended: {self._killed_why or oom or death_reason(code, self.spec.limits)}"
         elif why == "oversized" or why == "garbled":
             text = "error: the Python process wrote garbage to its control channel; it was killed"
         else:  # the watchdog
@@ -352,7 +372,7 @@ class PythonEnvironment:
         limits = self.spec.check_limits
         proc = Process(world=world, isolation=self.isolation, limits=limits, mode=mode, seed=self.seed,
                        packages=self.packages, writable=False, check_files=check_files, uid=self.uid,
-                       extra={"argv": argv} if argv is not None else None)
+                       extra={"argv": argv} if argv is not None else None, runtime=self.runtime)
         guard = threading.Thread(target=self._memory_guard, args=(proc,), daemon=True, name="agentsynth-python-guard")
         guard.start()
         try:

@@ -15,7 +15,7 @@ def register_environments(register: Any) -> None:
     from .env import PythonEnvironment, PythonEnvSpec
 
     register("python", PythonEnvironment, spec_cls=PythonEnvSpec,
-             description="A fresh sandboxed Python process per episode (bubblewrap: no network, rlimits, own world dir)")
+             description="A fresh sandboxed Python process per episode (bubblewrap or a Podman / Docker container: no network, limits, own world dir)")
 
 
 @hookimpl
@@ -43,3 +43,11 @@ def adversarial_exploits(environment: str) -> list[Any] | None:
     from .exploits import python_exploits
 
     return python_exploits()
+
+
+@hookimpl
+def register_commands(cli: Any) -> None:
+    from .cli import python
+
+    if "python" not in cli.commands:
+        cli.add_command(python, "python")

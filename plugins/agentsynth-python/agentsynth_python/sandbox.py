@@ -42,7 +42,7 @@ INSIDE_RUNNER = "/.agentsynth/runner.py"
 INSIDE_SITE = "/.agentsynth/site"
 INSIDE_CHECK = "/check"
 MARKER = "agentsynth-python-sandbox"
-ISOLATIONS = ("auto", "bwrap", "none")
+ISOLATIONS = ("auto", "bwrap", "container", "none")
 
 
 class SandboxError(RuntimeError):
@@ -106,11 +106,12 @@ def _namespace_flags() -> list[str]:
 
 
 def resolve_isolation(isolation: str) -> str:
-    """'bwrap' or 'none'; raises SandboxError when bwrap is required and does not work."""
+    """'bwrap', 'container' or 'none'; raises SandboxError when bwrap is required and does not
+    work ('container' is probed by :func:`agentsynth_python.container.probe`)."""
     if isolation not in ISOLATIONS:
         raise ValueError(f"isolation: expected one of {', '.join(ISOLATIONS)}, got {isolation!r}")
-    if isolation == "none":
-        return "none"
+    if isolation in ("none", "container"):
+        return isolation
     problem = probe()
     if problem:
         raise SandboxError(f"agentsynth-python: no sandbox: {problem}. Refusing to run agent code unisolated; "
@@ -242,7 +243,10 @@ _uids: set[int] = set()  # uids of this process's sandboxes (root mode), to tell
 _closed: set[int] = set()  # pid namespaces of sandboxes that were killed
 _worlds: set[str] = set()  # world directories of open environments
 _closed_worlds: set[str] = set()  # world directories of closed environments (must be gone)
+_closed_containers: dict[str, Any] = {}  # name -> runtime of containers that were killed (must be gone)
+_starting = 0  # containers between their start and the registration of their pid namespace
 _lock = threading.Lock()
+_starting_done = threading.Condition(_lock)
 
 
 def _pid_ns(pid: int) -> int | None:
@@ -274,6 +278,14 @@ def processes_in(namespaces: set[int]) -> list[int]:
     return found
 
 
+def _start_time(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[19].decode()
+    except (OSError, IndexError):
+        return ""
+
+
 def _parent(pid: int) -> int:
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
@@ -302,9 +314,14 @@ def leaked_processes() -> list[int]:
     """Processes still alive in a sandbox that was killed (there must be none): in a killed
     sandbox's pid namespace and not descended from a running sandbox (namespace ids are reused)."""
     with _lock:
+        # a container that is starting may have a namespace id a killed sandbox had, and is not
+        # registered yet (its processes descend from the runtime's monitor, not from us): wait
+        # until none is starting, and keep new ones from starting while /proc is read
+        _starting_done.wait_for(lambda: _starting == 0, timeout=120)
         dead, roots, uids = _closed - _live, set(_roots), set(_uids) or {os.getuid()}
+        candidates = processes_in(dead)
     leaked = []
-    for pid in processes_in(dead):
+    for pid in candidates:
         try:
             if os.stat(f"/proc/{pid}").st_uid not in uids:
                 continue  # a sandbox of another agentsynth process that got a reused namespace id
@@ -318,12 +335,23 @@ def leaked_processes() -> list[int]:
     return leaked
 
 
-def reap(namespace: int | None) -> None:
-    """Kill whatever is left in ``namespace`` (normally nothing: the kernel did it)."""
+def _owner(pid: int) -> int | None:
+    try:
+        return os.stat(f"/proc/{pid}").st_uid
+    except OSError:
+        return None
+
+
+def reap(namespace: int | None, uid: int | None = None) -> None:
+    """Kill whatever is left in ``namespace`` (normally nothing: the kernel did it); only the
+    processes of ``uid`` when given (a container's: a namespace id freed by it may already be
+    another sandbox's, which runs as another uid)."""
     if namespace is None:
         return
     for _ in range(500):  # normally done at once; bounded, whatever the load
         left = processes_in({namespace})
+        if uid is not None:
+            left = [pid for pid in left if _owner(pid) == uid]
         if not left:
             return
         for pid in left:
@@ -388,28 +416,36 @@ class Process:
 
     def __init__(self, *, world: Path, isolation: str, limits: Limits, mode: str, seed: int,
                  packages: list[tuple[str, str]], writable: bool, check_files: list[tuple[str, str]] | None = None,
-                 extra: dict[str, Any] | None = None, uid: int | None = None) -> None:
+                 extra: dict[str, Any] | None = None, uid: int | None = None, runtime: Any = None) -> None:
         self.limits, self.isolation = limits, isolation
         self.namespace: int | None = None
         self.uid = uid
+        self.runtime = runtime  # container.Runtime for isolation 'container'
+        self.container: str | None = None
+        self.oom = False
+        self._init: tuple[int, str] | None = None  # a container's init: (host pid, start time)
+        self._reaped = False
         if uid is not None:
             with _lock:
                 _uids.add(uid)
         exe, _ = python_install()
-        cwd = INSIDE_WORLD if isolation == "bwrap" else str(world)
-        site = INSIDE_SITE if isolation == "bwrap" else None
+        inside = isolation in ("bwrap", "container")
+        cwd = INSIDE_WORLD if inside else str(world)
+        site = INSIDE_SITE if inside else None
         paths = [site] if site and packages else []
         if isolation == "none":
             paths = sorted({os.path.dirname(p) for p, _ in packages})
         config = {"mode": mode, "limits": limits.runner(), "uid": uid, "cwd": cwd, "paths": paths,
                   "output_bytes": limits.output_bytes, **(extra or {})}
-        runner = INSIDE_RUNNER if isolation == "bwrap" else str(RUNNER)
-        command = [exe, "-I", "-S", "-B", runner, json.dumps(config), MARKER]
+        runner = INSIDE_RUNNER if inside else str(RUNNER)
+        python = runtime.python if isolation == "container" else exe
+        command = [python, "-I", "-S", "-B", runner, json.dumps(config), MARKER]
         self._stderr = tempfile.TemporaryFile()
         status_r = status_w = None
         self._status: Any = None
-        home = (INSIDE_WORLD if isolation == "bwrap" else str(world)) if writable else "/tmp"
+        home = (INSIDE_WORLD if inside else str(world)) if writable else "/tmp"
         variables = sandbox_env(seed, home)
+        pidfile = None
         if not writable:  # a checker's Python reads nothing of the world's ~/.local or its cwd
             variables.update({"PYTHONNOUSERSITE": "1", "PYTHONSAFEPATH": "1"})
         if isolation == "bwrap":
@@ -419,8 +455,36 @@ class Process:
             for key, value in variables.items():
                 argv += ["--setenv", key, value]
             argv, env = [*argv, *command], {"PATH": os.defpath}
+        elif isolation == "container":
+            from . import container
+
+            variables["PATH"] = "/usr/local/bin:/usr/bin:/bin"
+            self.container = container.container_name()
+            self._piddir = tempfile.mkdtemp(prefix="agentsynth-python-pid-")
+            pidfile = os.path.join(self._piddir, "pid") if runtime.kind == "podman" else None
+            argv = container.run_argv(runtime, name=self.container, world=world, writable=writable, limits=limits,
+                                      uid=uid, packages=packages, runner=RUNNER, check_files=check_files,
+                                      env=variables, command=command, pidfile=pidfile)
+            env = {"PATH": os.environ.get("PATH", os.defpath), "HOME": os.environ.get("HOME", "/root"),
+                   **{k: v for k, v in os.environ.items() if k.startswith(("DOCKER_", "CONTAINER", "XDG_RUNTIME"))}}
+            container.register(runtime, self.container)  # the reaper removes it if agentsynth dies
         else:
             argv, env = command, variables
+        if self.container is not None:
+            global _starting
+            with _lock:
+                _starting += 1
+        try:
+            self._start(argv, env, world, status_r, status_w, runtime, pidfile)
+        finally:
+            if self.container is not None:
+                _done_starting()
+        self._buffer = b""
+        self.killed = False
+
+    def _start(self, argv: list[str], env: dict[str, str], world: Path, status_r: int | None, status_w: int | None,
+               runtime: Any, pidfile: str | None) -> None:
+        """Start the process; register its pid namespace (bwrap's status fd, a container's init)."""
         try:
             self.proc = _popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
                                cwd=str(world), env=env, start_new_session=True,
@@ -432,14 +496,19 @@ class Process:
         finally:
             if status_w is not None:
                 os.close(status_w)
-        if status_r is not None:
-            self.namespace = self._read_namespace(status_r)
+        if status_r is not None or self.container is not None:
+            if status_r is not None:
+                self.namespace = self._read_namespace(status_r)
+            else:
+                from . import container
+
+                init = container.init_pid(runtime, str(self.container), pidfile, self.proc, time.monotonic() + 120)
+                self.namespace = _pid_ns(init) if init else None
+                self._init = (init, _start_time(init)) if init and self.namespace else None
             if self.namespace is not None:
                 with _lock:
                     _live.add(self.namespace)
                     _closed.discard(self.namespace)
-        self._buffer = b""
-        self.killed = False
 
     def _read_namespace(self, fd: int) -> int | None:
         """bwrap's first status document names the sandbox's pid namespace."""
@@ -542,13 +611,42 @@ class Process:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except OSError:
             pass
-        reap(self.namespace)
+        if self.container is None:
+            reap(self.namespace)
+        elif self.namespace is None:
+            self._remove_container()
+        else:
+            self._reap_container()
+
+    def _reap_container(self) -> None:
+        """SIGKILL to the container's init (the kernel then kills its whole pid namespace), and
+        anything of its uid left there. Once: afterwards the namespace id may be another's."""
+        with _lock:
+            if self._reaped or self.namespace is None or self._init is None:
+                return
+            self._reaped = True
+        pid, start = self._init
+        if _start_time(pid) == start and _pid_ns(pid) == self.namespace:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+            reap(self.namespace, uid=_owner(pid) if self.uid is None else self.uid)
+
+    def _remove_container(self) -> None:
+        from . import container
+
+        subprocess.run(container.remove_argv(self.runtime, self.runtime.kind, self.runtime.path, [self.container]),
+                       stdin=subprocess.DEVNULL, capture_output=True, timeout=300)
 
     def kill(self) -> None:
         """Kill the whole sandbox: bwrap's group, then anything left in its pid namespace."""
         self.killed = True
+        if self.container is not None:
+            self._kill_container()
         _kill_group(self.proc)
-        reap(self.namespace)
+        if self.container is None:
+            reap(self.namespace)
         if self.isolation == "none":
             _kill_uid_group(self.proc.pid)
         for stream in (self.proc.stdin, self.proc.stdout):
@@ -566,6 +664,35 @@ class Process:
                 _closed.add(self.namespace)
         with _lock:
             _roots.discard(self.proc.pid)
+
+
+    def _kill_container(self) -> None:
+        """Every process of the container dead (SIGKILL to its pid namespace), the container removed."""
+        from . import container
+
+        died = self.proc.poll() is not None
+        self._reap_container()  # init and all: the kernel empties the namespace
+        if died and self.proc.returncode == 128 + signal.SIGKILL:
+            self.oom = container.oom_killed(self.runtime, str(self.container))
+        try:
+            self._remove_container()
+        except (OSError, subprocess.TimeoutExpired):
+            pass  # the reaper removes it at exit
+        else:
+            container.unregister(self.runtime, str(self.container))
+        shutil.rmtree(self._piddir, ignore_errors=True)
+        with _lock:
+            _closed_containers[str(self.container)] = self.runtime
+
+            while len(_closed_containers) > 4096:  # bounded over a long run: the oldest were checked by then
+                del _closed_containers[next(iter(_closed_containers))]
+
+
+def _done_starting() -> None:
+    global _starting
+    with _starting_done:
+        _starting -= 1
+        _starting_done.notify_all()
 
 
 def _kill_uid_group(pgid: int) -> None:
@@ -595,6 +722,19 @@ def forget_world(path: Path) -> None:
     with _lock:
         _worlds.discard(str(path))
         _closed_worlds.add(str(path))
+
+
+def leaked_containers() -> list[str]:
+    """Containers of killed sandboxes that still exist (there must be none)."""
+    from . import container
+
+    with _lock:
+        closed = dict(_closed_containers)
+    left: list[str] = []
+    for rt in {id(r): r for r in closed.values()}.values():
+        existing = set(container.mine(rt))
+        left += sorted(n for n, r in closed.items() if r is rt and n in existing)
+    return left
 
 
 def left_worlds() -> list[str]:

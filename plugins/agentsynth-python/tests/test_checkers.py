@@ -12,9 +12,7 @@ from agentsynth_kernel import ToolCall
 from agentsynth_python import PythonEnvironment
 from agentsynth_python.checkers import PythonFile, PythonStdout, PythonValue
 from agentsynth_python.sandbox import chown_tree, processes_in
-from conftest import needs_bwrap
-
-pytestmark = needs_bwrap
+from conftest import BACKENDS
 
 
 def run(env, code):
@@ -23,12 +21,13 @@ def run(env, code):
     return obs
 
 
-@pytest.fixture
-def env(tmp_path):
+@pytest.fixture(params=BACKENDS)
+def env(tmp_path, request):
+    """Every checker test runs on both backends (bwrap, a Podman / Docker container)."""
     seed = tmp_path / "seed"
     seed.mkdir()
     (seed / "data.json").write_text('{"a": {"b": [1, 2.5]}}')
-    e = PythonEnvironment(base_dir=tmp_path, files="seed", check_seconds=5)
+    e = PythonEnvironment(base_dir=tmp_path, files="seed", check_seconds=5, isolation=request.param)
     e.reset(0)
     yield e
     e.close()
@@ -143,7 +142,7 @@ def test_checkers_refuse_other_environments():
 
 def test_pack_files_are_seeded_and_private_per_episode(env, tmp_path):
     run(env, "open('data.json', 'w').write('changed')")
-    other = PythonEnvironment(base_dir=tmp_path, files="seed")
+    other = PythonEnvironment(base_dir=tmp_path, files="seed", isolation=env.spec.isolation)
     try:
         first = other.reset(0)
         assert "data.json (22 bytes)" in first.content

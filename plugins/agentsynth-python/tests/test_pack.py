@@ -7,13 +7,23 @@ from __future__ import annotations
 import asyncio
 
 from agentsynth_kernel import ComponentSpec, EpisodeConfig, get_host, load_pack, run_episode, validate_pack
-from conftest import needs_bwrap
+from conftest import container_pack, needs_bwrap, needs_container_full
 
 
 @needs_bwrap
 def test_python_data_passes_every_gate():
     pack, gates = validate_pack("python-data", concurrency=3, timeout=90)
     assert pack is not None and len(pack.tasks) == 8
+    bad = {g.name: g.problems for g in gates if g.status != "pass"}
+    assert bad == {}, bad
+    robustness = next(g for g in gates if g.name == "robustness")
+    assert "robustness 100%" in robustness.note
+
+
+@needs_container_full
+def test_python_data_passes_every_gate_on_the_container_backend(tmp_path):
+    pack, gates = validate_pack(container_pack(tmp_path), concurrency=3, timeout=180)
+    assert pack is not None and len(pack.tasks) == 8 and pack.environment.params["isolation"] == "container"
     bad = {g.name: g.problems for g in gates if g.status != "pass"}
     assert bad == {}, bad
     robustness = next(g for g in gates if g.name == "robustness")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
 import threading
 from pathlib import Path
 
@@ -14,9 +15,7 @@ import pytest
 from agentsynth_kernel import ToolCall
 from agentsynth_python import PythonEnvironment, SandboxError
 from agentsynth_python.sandbox import leaked_processes, probe, processes_in
-from conftest import needs_bwrap
-
-pytestmark = needs_bwrap
+from conftest import BACKENDS, needs_bwrap
 
 
 def run(env: PythonEnvironment, code: str):
@@ -27,12 +26,18 @@ def shell(env: PythonEnvironment, command: str):
     return env.step(ToolCall("shell", {"command": command}))
 
 
+@pytest.fixture(params=BACKENDS)
+def backend(request) -> str:
+    """Every test of the world contract runs on both backends (bwrap, a Podman / Docker container)."""
+    return request.param
+
+
 @pytest.fixture
-def make_env(tmp_path):
+def make_env(tmp_path, backend):
     made: list[PythonEnvironment] = []
 
     def make(**params) -> PythonEnvironment:
-        env = PythonEnvironment(base_dir=tmp_path, **params)
+        env = PythonEnvironment(base_dir=tmp_path, isolation=backend, **params)
         env.reset(0)
         made.append(env)
         return env
@@ -82,15 +87,17 @@ def test_no_network_not_even_the_hosts_loopback(make_env):
     assert hits == []
 
 
-def test_nothing_of_the_host_filesystem_is_visible(make_env, tmp_path):
+def test_nothing_of_the_host_filesystem_is_visible(make_env, tmp_path, backend):
     secret = Path("/tmp") / f"agentsynth-python-test-secret-{os.getpid()}"
     secret.write_text("s3cret")
     os.environ["AGENTSYNTH_PYTHON_TEST_SECRET"] = "s3cret-env"
     try:
         env = make_env()
         obs = run(env, "import os\nfound = []\n"
-                       f"for p in ['/etc/shadow', '/etc/passwd', '/root/.bashrc', '/work', {str(secret)!r}, "
-                       f"{str(tmp_path)!r}, '/home', {os.getcwd()!r}]:\n"
+                       f"for p in ['/etc/shadow', '/root/.bashrc', '/work', {str(secret)!r}, "
+                       f"{sys.base_prefix if backend == 'container' else '/etc'!r}, "
+                       f"{str(tmp_path)!r}, {'/etc/passwd' if backend == 'bwrap' else '/home/x'!r}, "
+                       f"{'/home' if backend == 'bwrap' else '/etc/agentsynth'!r}, {os.getcwd()!r}]:\n"
                        "    found.append((p, os.path.exists(p)))\n"
                        "print(found)\nprint(sorted(os.listdir('/')), sorted(os.listdir('/tmp')))\n"
                        "print('SECRET' in str(dict(os.environ)).upper(), os.getuid() != 0, os.getcwd())")
@@ -98,13 +105,16 @@ def test_nothing_of_the_host_filesystem_is_visible(make_env, tmp_path):
         del os.environ["AGENTSYNTH_PYTHON_TEST_SECRET"]
         secret.unlink()
     assert "True)" not in obs.content.split("\n")[1], obs.content  # not one of those paths exists inside
-    assert "['.agentsynth', 'bin', 'dev', 'lib', 'lib64', 'proc', 'root', 'sbin', 'tmp', 'usr', 'world']" in obs.content
+    if backend == "bwrap":
+        assert "['.agentsynth', 'bin', 'dev', 'lib', 'lib64', 'proc', 'root', 'sbin', 'tmp', 'usr', 'world']" in obs.content
+    else:  # the image's own Debian (its /etc, not the host's), read-only; /etc/shadow unreadable to the sandbox uid
+        assert "'.agentsynth'" in obs.content and "'world'" in obs.content and "'etc'" in obs.content
     assert "False True /world" in obs.content  # no host variable, not root, in the world
-    ro = run(env, "import os\nfor p in ['/usr/x', '/.agentsynth/runner.py', '/root/x']:\n    try:\n"
+    ro = run(env, "import os\nfor p in ['/usr/x', '/.agentsynth/runner.py', '/root/x', '/etc/x', '/x']:\n    try:\n"
                   "        open(p, 'a').write('x')\n        print(p, 'WRITTEN')\n"
                   "    except OSError as exc:\n        print(p, exc.strerror)")
     lines = ro.content.splitlines()[1:]
-    assert len(lines) == 3 and all(line.endswith(("Read-only file system", "Permission denied")) for line in lines)
+    assert len(lines) == 5 and all(line.endswith(("Read-only file system", "Permission denied", "/etc/x No such file or directory")) for line in lines)
 
 
 def test_fork_bomb_hits_the_process_limit_and_nothing_survives_the_episode(make_env):
@@ -201,6 +211,7 @@ def test_host_packages_are_importable_read_only(make_env):
         PythonEnvironment(packages=["no_such_package_xyz"])
 
 
+@needs_bwrap
 def test_isolation_none_is_explicit_and_missing_bwrap_is_an_error(tmp_path, monkeypatch):
     from agentsynth_python import sandbox
 
@@ -258,14 +269,17 @@ def test_a_background_writer_is_stopped_between_calls(make_env):
     assert "the world was stopped" in run(env, "1").content
 
 
-def test_the_memory_of_all_processes_together_is_bounded(make_env):
+def test_the_memory_of_all_processes_together_is_bounded(make_env, backend):
     env = make_env(memory_bytes=128 * 2**20, wall_seconds=120)
     obs = run(env, "import subprocess, sys\nkids = [subprocess.Popen([sys.executable, '-c', "
                    "'import time; x = b\"x\" * (60 * 2**20); time.sleep(600)']) for _ in range(6)]\n"
                    "[k.wait() for k in kids]")
-    assert obs.error and "memory together" in obs.content and "memory_bytes" in obs.content
+    # bwrap: the guard sums the processes' memory; a container's memory cgroup may OOM-kill first
+    assert obs.error and ("memory together" in obs.content or backend == "container" and "out of memory" in obs.content)
+    assert "memory_bytes" in obs.content, obs.content
 
 
+@needs_bwrap
 def test_a_sandbox_outlives_the_thread_that_started_it(tmp_path):
     # bwrap's parent-death signal follows the starting THREAD: sandboxes are started from one
     # long-lived thread, so an engine worker thread that ends does not kill a running episode
@@ -285,28 +299,28 @@ CHILD = """
 import sys, time
 from agentsynth_python import PythonEnvironment
 from agentsynth_kernel import ToolCall
-env = PythonEnvironment()
+env = PythonEnvironment(isolation=sys.argv[1])
 env.reset(0)
 env.step(ToolCall("python_exec", {"code": "import os\\nif os.fork() == 0:\\n    os.setsid()\\n    import time\\n"
                                           "    while True: time.sleep(1)"}))
-print(env.proc.namespace, flush=True)
+print(env.proc.namespace, env.proc.container, flush=True)
 time.sleep(600)  # SIGKILLed here, without closing anything
 """
 
 
-def test_every_sandbox_process_dies_when_agentsynth_is_sigkilled(tmp_path):
+def test_every_sandbox_process_dies_when_agentsynth_is_sigkilled(tmp_path, backend):
     import signal
     import subprocess
     import sys
     import time
 
     (tmp_path / "child.py").write_text(CHILD)
-    proc = subprocess.Popen([sys.executable, "child.py"], cwd=tmp_path, stdout=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, "child.py", backend], cwd=tmp_path, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     try:
         line = proc.stdout.readline()
-        assert line.strip().isdigit(), proc.stderr.read()
-        namespace = int(line)
+        assert line.split()[0].isdigit(), proc.stderr.read()
+        namespace, name = int(line.split()[0]), line.split()[1]
         assert len(processes_in({namespace})) >= 2
     finally:
         os.kill(proc.pid, signal.SIGKILL)
@@ -315,3 +329,10 @@ def test_every_sandbox_process_dies_when_agentsynth_is_sigkilled(tmp_path):
     while processes_in({namespace}) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert processes_in({namespace}) == []
+    if backend == "container":  # the container itself is gone too (its reaper removed it): no orphan
+        from agentsynth_python import container
+
+        rt = container.probe(container.ContainerSpec())
+        while name in container.our_containers(rt) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert name not in container.our_containers(rt)
