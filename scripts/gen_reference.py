@@ -814,15 +814,19 @@ def _group_of(name: str) -> str:
 
 
 def _api_entry(name: str, obj: Any, page: str, anchor_id: str, unresolved: list[str]) -> list[str]:
-    documented_elsewhere = resolve(name) if anchor_id == api_anchor("agentsynth_kernel", name) else None
-    if documented_elsewhere and documented_elsewhere[0] != page:
+    found = resolve(name) if anchor_id == api_anchor("agentsynth_kernel", name) else None
+    documented_elsewhere = found if found is not None and found[0] != page else None
+    elsewhere = documented_elsewhere is not None
+    if documented_elsewhere is not None and documented_elsewhere[0] == "reference/protocols.md":  # members too
         return [f'<a id="{anchor_id}"></a>', "", f"#### `{name}`", "",
                 f"See [{name}]({link(page, *documented_elsewhere)}).", ""]
     lines = [f'<a id="{anchor_id}"></a>', ""]
     if inspect.isclass(obj):
         kind = "exception" if issubclass(obj, BaseException) else "class"
-        sig = "" if getattr(obj, "_is_protocol", False) or kind == "exception" else signature_text(obj)
-        lines += [f"#### {kind} `{name}{sig}`", "", render_doc(doc_of(obj), page, unresolved), ""]
+        sig = "" if getattr(obj, "_is_protocol", False) or kind == "exception" or elsewhere else signature_text(obj)
+        about = (f"Its keys: [{name}]({link(page, *documented_elsewhere)})." if documented_elsewhere is not None
+                 else render_doc(doc_of(obj), page, unresolved))
+        lines += [f"#### {kind} `{name}{sig}`", "", about, ""]
         for member in _members(obj):
             value = inspect.getattr_static(obj, member)
             fn = value.fget if isinstance(value, property) else getattr(value, "func", None) or value
