@@ -527,6 +527,25 @@ async def _judge_round(ctx: SynthContext, item: Item, meter: Meter, text: str, r
                                         seed=seed, info={"solved_by": solved_by or "oracle"})
 
 
+async def _all(coros: list[Any]) -> list[Any]:
+    """Run ``coros`` concurrently; results in order. When one fails (the provider gave up, the budget
+    ran out) the others are cancelled, so a failed item spends nothing more; attempts that landed
+    before are already stored."""
+    tasks = [asyncio.ensure_future(c) for c in coros]
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+    finally:
+        pending = [t for t in tasks if not t.done()]
+        for t in pending:
+            t.cancel()
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)
+    for t in tasks:
+        if not t.cancelled() and t.exception() is not None:
+            raise t.exception()
+    return [t.result() for t in tasks]
+
+
 def _attempt_row(who: str, i: int, pol: dict[str, Any], r: EpisodeResult) -> dict[str, Any]:
     row = {"who": who, "i": i, "policy": pol.get("model", pol["type"]), "seed": r.seed, "passed": r.passed,
            "status": r.status, "steps": len(r.trajectory.steps) if r.trajectory else 0, "requests": r.usage.requests}
@@ -557,9 +576,9 @@ async def _verifiable_round(ctx: SynthContext, item: Item, meter: Meter, text: s
 
     runs: list[tuple[str, int, dict[str, Any], EpisodeResult]] = []
     if acc.short_circuit_strong:
-        runs += await asyncio.gather(*(attempt("weak", i) for i in range(n)))
+        runs += await _all([attempt("weak", i) for i in range(n)])
     else:
-        runs += await asyncio.gather(*(attempt(w, i) for w in ("weak", "strong") for i in range(n)))
+        runs += await _all([attempt(w, i) for w in ("weak", "strong") for i in range(n)])
     weak_ok = sum(r.passed for w, _, _, r in runs if w == "weak")
     rows = [_attempt_row(w, i, p, r) for w, i, p, r in runs]
     scores: dict[str, Any] = {"attempts": n, "weak_correct": weak_ok}
@@ -571,7 +590,7 @@ async def _verifiable_round(ctx: SynthContext, item: Item, meter: Meter, text: s
                 f"weak solvers solve {weak_ok} of {n} attempts: too easy; make it need more care (more steps, exact "
                 "values read from the data)", None, extra)
     if acc.short_circuit_strong:
-        more = await asyncio.gather(*(attempt("strong", i) for i in range(n)))
+        more = await _all([attempt("strong", i) for i in range(n)])
         runs += more
         rows += [_attempt_row(w, i, p, r) for w, i, p, r in more]
     strong_runs = [(p, r) for w, _, p, r in runs if w == "strong"]

@@ -276,3 +276,21 @@ def test_an_item_killed_before_its_commit_is_rebuilt_from_its_steps_without_a_re
     after = again.accepted[0].trajectory.metadata["synth"]
     assert after["oracle"] == before["oracle"] and after["attempts"] == before["attempts"]
     assert after["history"] == before["history"] and after["item_requests"] == before["item_requests"] == 31
+
+
+def test_a_provider_failure_fails_the_item_keeps_its_attempts_and_the_rerun_finishes_it(llm, pack_dir, tmp_path):
+    from conftest import status
+
+    llm.router.routes.update(challenger=scripted(GOOD), weak=weak, good=lambda r: status(401, "no such key"))
+    run_dir = tmp_path / "run"
+    p = params(llm, rounds=1, short_circuit_strong=True)
+    report = run_generator("challenger", pack_dir, p, run_dir=run_dir, cache=False)
+    assert report.incomplete == 1 and not report.accepted and report.done_items == 0
+    assert "provider" in report.errors[0]
+    llm.clear()
+    llm.router.routes["good"] = solver
+    again = run_generator("challenger", pack_dir, p, run_dir=run_dir, cache=False)
+    assert [r.task_id for r in again.accepted] == ["ch-0000"]
+    asked = {r.json["model"] for r in llm.requests}
+    assert asked == {"good"}, "the proposal and the weak attempts came from the store"
+    assert again.restored_steps == 1 + 4
