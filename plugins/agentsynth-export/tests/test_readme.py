@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 README = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
 
@@ -22,3 +25,19 @@ def test_the_dedup_quality_example_runs(tmp_path):
     assert proc.returncode == 0, proc.stderr
     recall, precision = map(float, proc.stdout.split())
     assert recall >= 0.95 and precision == 1.0
+
+
+def test_the_contamination_example_runs(tmp_path):
+    pytest.importorskip("agentsynth_sql")
+    (script,) = re.findall(r"```bash\n(.*?)```", section("Contamination: `agentsynth pack contamination`"), re.S)
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "AGENTSYNTH_LOAD_PLUGINS": "export,sql",
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    proc = subprocess.run(["bash", "-e", "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    out = proc.stdout
+    assert "1 of 22 tasks contaminated: mark-shipped" in out and "exit 1" in out
+    assert "contamination above 0.5" in proc.stderr
+    assert "held-out variant: core-heldout (" in out and "not relabelled: count-pending-orders" in out
+    assert "all gates pass" in out and "pass@1 100.0%" in out
+    assert (tmp_path / "core-heldout" / "pack.yaml").is_file()
