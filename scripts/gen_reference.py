@@ -1140,6 +1140,12 @@ def render_world_state() -> str:
         _generated("`is_world_state` and the kernel's checkers"),
         "",
         WORLD_STATE_INTRO,
+        *heading(2, "The gates of `pack validate`", "gates"),
+        render_doc(doc_of(importlib.import_module(ak.validate_pack.__module__)), page),
+        "",
+        f"From Python: [`validate_pack{signature_text(ak.validate_pack)}`]"
+        f"({link(page, 'reference/api.md', api_anchor('agentsynth_kernel', 'validate_pack'))}).",
+        "",
         *heading(2, "How it is decided", "decision"),
         f"`is_world_state(cspec, host)` ({code(ak.is_world_state.__module__)}): "
         + render_doc(doc_of(ak.is_world_state), page),
