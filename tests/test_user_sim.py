@@ -230,3 +230,23 @@ def test_the_stored_trajectory_round_trips_with_the_users_side(host, write, tmp_
         store.close()
     assert to_json(stored.trajectory) == to_json(result.trajectory)
     assert stored.trajectory.user.messages[0] == "The key is color and the value is blue."
+
+
+@pytest.mark.parametrize(("params", "passed", "detail"), [
+    ({"text": "order number"}, True, "2 message(s) checked"),
+    ({"regex": "confirm", "before": "set"}, False, "before the first set call matches /confirm/"),
+    ({"regex": "confirm"}, True, ""),
+    ({"reject": "refunded"}, False, "rejected pattern /refunded/"),
+    ({"text": "purple"}, False, "says ['purple']"),
+    ({"text": "order", "max_chars": 20}, False, "more than max_chars=20"),
+])
+def test_said_reads_every_message(params, passed, detail):
+    from agentsynth_kernel.builtins.checkers import Said
+    from agentsynth_kernel.records import Step, Trajectory
+
+    trajectory = Trajectory("t", "hi", steps=[
+        Step(Answer("What is your order number?")), Step(ToolCall("set", {"key": "k", "value": "v"})),
+        Step(Answer("Please confirm: it is refunded.")),
+    ])
+    verdict = Said(**params).check(None, trajectory)
+    assert verdict.passed is passed and detail in verdict.detail

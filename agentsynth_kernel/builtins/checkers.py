@@ -113,17 +113,21 @@ class Said:
     the trajectory (the agent's messages to the user; on a simulated user's side, the user's).
 
     Passes when the messages together contain every string of ``text`` and one matches ``regex``,
-    and none matches a ``reject`` pattern. With ``before: TOOL`` only the messages sent before the
-    first call of that tool count: "the agent asked for confirmation before it refunded"."""
+    and none matches a ``reject`` pattern or is longer than ``max_chars`` (against a dump of
+    everything the agent could read). With ``before: TOOL`` only the messages sent before the first
+    call of that tool count: "the agent asked for confirmation before it refunded"."""
 
     def __init__(self, text: str | list[str] | tuple[str, ...] = (), regex: str | None = None,
                  reject: str | list[str] | tuple[str, ...] = (), before: str | None = None,
-                 case_sensitive: bool = False) -> None:
+                 case_sensitive: bool = False, max_chars: int | None = None) -> None:
         self.texts = [text] if isinstance(text, str) else list(text)
         flags = 0 if case_sensitive else re.IGNORECASE
         self.regex = re.compile(regex, flags) if regex else None
         self.rejects = [re.compile(r, flags) for r in ([reject] if isinstance(reject, str) else list(reject))]
         self.before, self.case_sensitive = before, case_sensitive
+        if max_chars is not None and max_chars < 1:
+            raise ValueError("said: max_chars must be at least 1")
+        self.max_chars = max_chars
         if not self.texts and self.regex is None and not self.rejects:
             raise ValueError("said needs 'text', 'regex' or 'reject'")
 
@@ -137,6 +141,10 @@ class Said:
             if isinstance(content, str) and not hasattr(step.action, "name"):
                 messages.append(content)
         where = f" before the first {self.before} call" if self.before else ""
+        long = next((m for m in messages if self.max_chars is not None and len(m) > self.max_chars), None)
+        if long is not None:
+            return Verdict("said", False, 0.0, f"a message{where} is {len(long)} characters long, more than "
+                           f"max_chars={self.max_chars}")
         for pattern in self.rejects:
             hit = next((m for m in messages if pattern.search(m)), None)
             if hit is not None:
