@@ -541,8 +541,9 @@ async def _all(coros: list[Any]) -> list[Any]:
         if pending:
             await asyncio.gather(*pending, return_exceptions=True)
     for t in tasks:
-        if not t.cancelled() and t.exception() is not None:
-            raise t.exception()
+        error = None if t.cancelled() else t.exception()
+        if error is not None:
+            raise error
     return [t.result() for t in tasks]
 
 
