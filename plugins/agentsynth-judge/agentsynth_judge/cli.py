@@ -1,4 +1,5 @@
-"""``agentsynth judge ...``: calibrate a judge on a run, score a run, make preference pairs, check a rubric."""
+"""``agentsynth judge ...``: calibrate a judge on a run, score a run, make preference pairs, check a rubric,
+train a learned verifier (``train``, ``verifier``) and route a run between it and a judge (``route``)."""
 
 from __future__ import annotations
 
@@ -61,7 +62,8 @@ def _fmt(x: Any) -> str:
 
 @click.group()
 def judge() -> None:
-    """Rubric judges: calibrate against world-state verdicts, make preference pairs, check rubrics."""
+    """Rubric judges: calibrate against world-state verdicts, make preference pairs, check rubrics,
+    train a learned verifier and route items between it and a judge."""
 
 
 @judge.command()
