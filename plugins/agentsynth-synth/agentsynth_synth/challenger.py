@@ -318,9 +318,15 @@ def parse_task(text: str, task_id: str, ctx: SynthContext, *, split: str, tier: 
     if base is not None and base.environment:
         record["environment"] = dict(base.environment)
     if isinstance(data.get("environment"), dict):
-        escapes = outside_paths(data["environment"], ctx.pack.base_dir, "task.environment")
-        if escapes:
-            raise SpecError("proposal", escapes)
+        # a proposal may override only what the pack's own tasks override (e.g. the sql world's
+        # allowed_changes), never the world's files or limits, and never with a host path
+        allowed = {k for t in ctx.pack.tasks for k in t.environment} | set(base.environment if base else {})
+        problems = [f"task.environment.{k}: the tasks of this pack do not override {k!r}; a proposal may override "
+                    + (", ".join(sorted(allowed)) if allowed else "nothing") for k in data["environment"]
+                    if k not in allowed]
+        problems += outside_paths(data["environment"], ctx.pack.base_dir, "task.environment")
+        if problems:
+            raise SpecError("proposal", problems)
         record["environment"] = {**record.get("environment", {}), **data["environment"]}
     task = structure(record, Task, source="proposal", prefix="task")
     if not task.checkers:

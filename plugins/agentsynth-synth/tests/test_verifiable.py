@@ -164,6 +164,14 @@ def test_attempts_and_thresholds_are_configurable(llm, pack_dir):
     assert synth["scores"] == {"attempts": 2, "weak_correct": 1, "strong_correct": 2}
 
 
+def overriding(pack_dir):
+    """The notes pack with a task that overrides the world's ``initial`` notes (so proposals may too)."""
+    path = pack_dir / "pack.yaml"
+    path.write_text(path.read_text().replace("    split: train\n", "    split: train\n"
+                                             "    environment: {initial: {size: M, color: red}}\n"))
+    return pack_dir
+
+
 @pytest.mark.parametrize("proposal, why", [
     (task("Make sure the color is red.", [note("color", "red")]), "already true in the seed"),
     (task("Set the note 'shape' to 'circle'.", [note("shape", "circle")], environment={"initial": {"shape": "circle"}}),
@@ -171,6 +179,7 @@ def test_attempts_and_thresholds_are_configurable(llm, pack_dir):
     (task("Set the note 'shape' to 'circle'.", [{"type": "synth_fingerprint"}]), "a checker that always passes"),
 ])
 def test_a_task_the_untouched_world_already_passes_is_rejected_before_any_solver(llm, pack_dir, proposal, why):
+    overriding(pack_dir)
     llm.router.routes.update(challenger=scripted(proposal), weak=weak)
     report = run_generator("challenger", pack_dir, params(llm, rounds=2), cache=False)
     assert not report.accepted and report.rejected == {"noop_passes": 1}, why
@@ -196,7 +205,17 @@ def test_bad_loop_settings_are_path_qualified_errors(llm, extra, message):
     assert message in text and "gen.yaml" in text, text
 
 
+def test_a_proposal_may_override_only_what_the_packs_tasks_override(llm, pack_dir):
+    llm.router.routes.update(challenger=scripted(task("Set the note 'shape' to 'circle'.", [note("shape", "circle")],
+                                                      environment={"show_seed": True})), weak=weak)
+    report = run_generator("challenger", pack_dir, params(llm, rounds=1), cache=False)
+    assert report.rejected == {"invalid_task": 1}
+    assert ("task.environment.show_seed: the tasks of this pack do not override 'show_seed'; a proposal may override "
+            "nothing") in report.per_item[0]["rejected"][0]["detail"]
+
+
 def test_a_proposal_that_names_a_host_file_is_rejected(llm, pack_dir, tmp_path):
+    overriding(pack_dir)
     secret = tmp_path / "secret.txt"  # outside the pack directory (tmp_path/notes)
     secret.write_text("hunter2")
     for value in (str(secret), "../secret.txt"):
@@ -220,7 +239,9 @@ def test_a_challenger_cannot_seed_the_sql_world_from_a_host_database(llm, tmp_pa
     llm.router.routes.update(challenger=scripted(proposal), weak=weak)
     report = run_generator("challenger", "core", params(llm, rounds=1), cache=False)
     assert report.rejected == {"invalid_task": 1}
-    assert "task.environment.seed: names a path outside the pack directory" in report.per_item[0]["rejected"][0]["detail"]
+    detail = report.per_item[0]["rejected"][0]["detail"]
+    assert "task.environment.seed: the tasks of this pack do not override 'seed'" in detail
+    assert "task.environment.seed: names a path outside the pack directory" in detail
     assert not any("hunter2" in json.dumps(r.json) for r in llm.requests)
 
 
