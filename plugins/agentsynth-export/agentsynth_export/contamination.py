@@ -25,8 +25,10 @@ import asyncio
 import gzip
 import io
 import pprint
+import re
 import shutil
 import tempfile
+import unicodedata
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -41,6 +43,7 @@ from .common import CANARY_PREFIX, pack_canary, tokens
 from .dedup import _token_hashes
 
 TEXT_CHUNK_CHARS = 1 << 20  # a plain-text file is read in chunks of about 1 MB (n-grams cross lines)
+MAX_LINE_CHARS = 64 << 20  # a longer JSONL line is read as text, in chunks
 BATCH_CHARS = 4 << 20  # records hashed together
 JSONL_SUFFIXES = (".jsonl", ".ndjson", ".json")
 MAX_PACK_COPY_BYTES = 200 << 20
@@ -153,37 +156,70 @@ def _strings(value: Any, out: list[str]) -> None:
             _strings(v, out)
 
 
-def corpus_records(path: Path) -> Iterator[str]:
-    """The texts of a corpus file, one per record: a JSONL line's strings (every string value,
-    e.g. the messages of a chat record), or a chunk of about 1 MB of a text file. A line of a JSONL
-    file that is not JSON is read as text."""
+_INVISIBLE = dict.fromkeys(map(ord, "\u00ad\u180e\u200b\u200c\u200d\u200e\u200f\u2060\u2061\u2062\u2063\u2064\ufeff"))
+_TRAILING_WORD = re.compile(r"\w*\Z")
+
+
+def clean(text: str) -> str:
+    """NFKC (fullwidth and compatibility letters become plain ones) without invisible characters
+    (zero-width spaces, soft hyphens), so that a text is not hidden from the scan by its encoding."""
+    if text.isascii():
+        return text
+    return unicodedata.normalize("NFKC", text).translate(_INVISIBLE)
+
+
+def corpus_records(path: Path) -> Iterator[tuple[str, bool]]:
+    """The texts of a corpus file, one per record, each with whether the next one continues it
+    (n-grams run across): a JSONL line's strings (every string value, e.g. the messages of a chat
+    record), or a chunk of about 1 MB of a text file, cut between words. A line of a JSONL file
+    that is not JSON, or is longer than ``MAX_LINE_CHARS``, is read as text (a long one in chunks,
+    so that memory stays bounded whatever the file holds)."""
     stem = path.name[:-3] if path.name.endswith(".gz") else path.name
     jsonl = stem.endswith(JSONL_SUFFIXES)
     decode = msgspec.json.decode
     with _open_text(path) as f:
-        if jsonl:
-            for line in f:
-                if not line.strip():
-                    continue
-                try:
-                    value = decode(line)
-                except msgspec.DecodeError:
-                    yield line
-                    continue
-                parts: list[str] = []
-                _strings(value, parts)
-                yield "\n".join(parts)
+        if not jsonl:
+            yield from _text_chunks(f, "")
             return
-        buf: list[str] = []
-        size = 0
-        for line in f:
-            buf.append(line)
-            size += len(line)
-            if size >= TEXT_CHUNK_CHARS:
-                yield "".join(buf)
-                buf, size = [], 0
-        if buf:
-            yield "".join(buf)
+        while True:
+            line = f.readline(MAX_LINE_CHARS)
+            if not line:
+                return
+            if len(line) >= MAX_LINE_CHARS and not line.endswith("\n"):
+                yield from _text_chunks(f, line, until_newline=True)
+                continue
+            if not line.strip():
+                continue
+            try:
+                value = decode(line)
+            except msgspec.DecodeError:
+                yield line, False
+                continue
+            parts: list[str] = []
+            _strings(value, parts)
+            yield "\n".join(parts), False
+
+
+def _text_chunks(f: Any, first: str, *, until_newline: bool = False) -> Iterator[tuple[str, bool]]:
+    """Chunks of about ``TEXT_CHUNK_CHARS`` (of the rest of the line, with ``until_newline``), cut
+    after the last whole word; each but the last continues into the next."""
+    pending = first
+    while True:
+        if until_newline:
+            piece = f.readline(TEXT_CHUNK_CHARS)
+            done = not piece or piece.endswith("\n")
+        else:
+            piece = f.read(TEXT_CHUNK_CHARS)
+            done = not piece
+        text = pending + piece
+        if done:
+            if text:
+                yield text, False
+            return
+        tail = _TRAILING_WORD.search(text)
+        cut = tail.start() if tail is not None and tail.start() > 0 else len(text)
+        pending = text[cut:]
+        yield text[:cut], True
 
 
 def check_corpus_files(files: Iterable[Path]) -> list[Path]:
@@ -219,14 +255,14 @@ class ContaminationScan:
         self.short_found: set[int] = set()
         self.records = 0
         self.chars = 0
-        self.carry: list[str] = []
 
     def scan_file(self, path: Path) -> None:
         batch: list[list[str]] = []
         size = 0
-        text_file = not (path.name[:-3] if path.name.endswith(".gz") else path.name).endswith(JSONL_SUFFIXES)
-        self.carry = []
-        for record in corpus_records(path):
+        carry: list[str] = []
+        keep = self.n - 1
+        for record, continues in corpus_records(path):
+            record = clean(record)
             self.records += 1
             self.chars += len(record)
             if CANARY_PREFIX in record:
@@ -235,8 +271,9 @@ class ContaminationScan:
                     if canary in record:
                         self.canary_hits[canary] += 1
             toks = tokens(record)
-            if text_file:  # n-grams across chunk boundaries of one text file
-                toks, self.carry = self.carry + toks, toks[-(self.n - 1):] if self.n > 1 else []
+            if carry:  # the end of the record this one continues: n-grams across the cut
+                toks = carry + toks
+            carry = toks[-keep:] if continues and keep else []
             if self.short:
                 padded = " " + " ".join(toks) + " "
                 for i, t in enumerate(self.short):
@@ -280,7 +317,7 @@ def task_texts(pack: Any, n: int, hasher: NgramHasher) -> tuple[list[TaskText], 
         actions = oracle_actions(pack, task)
         oracles[task.id] = actions
         for field, text in (("instruction", task.instruction), ("answer", answer_text(actions))):
-            toks = tokens(text)
+            toks = tokens(clean(text))
             if not toks:
                 continue
             if len(toks) < n:

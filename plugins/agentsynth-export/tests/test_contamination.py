@@ -108,6 +108,47 @@ def test_text_across_lines_and_chunks_and_gzip_is_found(core, tmp_path, monkeypa
     assert report["corpus"]["records"] > 10  # read in many chunks
 
 
+def test_invisible_characters_and_fullwidth_letters_do_not_hide_a_task(core, tmp_path):
+    instruction, _ = texts_of(core, "refund-and-restock")
+    hidden = "\u200b".join(instruction)  # a zero-width space between every character
+    fullwidth = "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in instruction)
+    corpus = write_jsonl(tmp_path / "evasive.jsonl", [{"a": hidden}, {"b": fullwidth.replace(" ", "\u00ad ")}])
+    report, _ = contamination_report(core, [corpus])
+    assert row(report, "refund-and-restock")["instruction"]["overlap"] == 1.0
+    for text in (hidden, fullwidth):  # each on its own
+        one = write_jsonl(tmp_path / "one.jsonl", [{"t": text}])
+        assert row(contamination_report(core, [one])[0], "refund-and-restock")["contaminated"]
+
+
+def test_a_huge_jsonl_line_is_read_in_chunks(core, tmp_path, monkeypatch):
+    instruction, _ = texts_of(core, "refund-and-restock")
+    monkeypatch.setattr(contamination, "MAX_LINE_CHARS", 256)
+    monkeypatch.setattr(contamination, "TEXT_CHUNK_CHARS", 100)
+    filler = " ".join(f"word{i}" for i in range(300))
+    corpus = write_jsonl(tmp_path / "big.jsonl", [{"t": filler + " " + instruction + " " + filler}, {"u": "next"}])
+    report, _ = contamination_report(core, [corpus])
+    assert row(report, "refund-and-restock")["instruction"]["overlap"] == 1.0
+    assert report["corpus"]["records"] > 20  # the long line went through as text chunks, the next line as JSON
+
+
+def test_the_held_out_copy_leaves_out_links_out_of_the_pack(core, tmp_path):
+    from agentsynth_export.contamination import relabel_tasks, write_held_out
+
+    pack_dir = tmp_path / "mine"
+    shutil.copytree(core.base_dir, pack_dir, ignore=shutil.ignore_patterns("__pycache__"))
+    secret = tmp_path / "secret.txt"
+    secret.write_text("not the pack's")
+    (pack_dir / "leak.txt").symlink_to(secret)
+    (pack_dir / "inside.sql").symlink_to(pack_dir / "schema.sql")
+    pack = load_pack(pack_dir)
+    _, oracles = contamination_report(pack, [unrelated(tmp_path / "c.jsonl")])
+    relabelled, skipped = relabel_tasks(pack, oracles, verify=False)
+    assert relabelled and skipped
+    out = write_held_out(pack, relabelled, tmp_path / "out")
+    assert not (out / "leak.txt").exists() and (out / "inside.sql").is_file()
+    assert not (out / "oracle.py").read_text().count("1005")  # the original ids are gone from the oracle
+
+
 def test_a_short_task_counts_only_verbatim(core, tmp_path):
     instruction, _ = texts_of(core, "mark-shipped")
     assert len(instruction.split()) < 13
