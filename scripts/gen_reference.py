@@ -1223,7 +1223,7 @@ def render_component(kind: str, reg: Any, page: str, host: Any = None) -> list[s
     if reg.description:
         lines += [render_doc(reg.description, page), ""]
     if kind == "pack":
-        return lines
+        return lines + _pack_summary(reg.factory, page)
     doc = doc_of(reg.factory)
     if doc and doc != reg.description:
         lines += [render_doc(doc, page), ""]
@@ -1244,6 +1244,33 @@ def render_component(kind: str, reg: Any, page: str, host: Any = None) -> list[s
         lines += heading(3, f"`{reg.name}`: `{where}:` ({inner.__name__})", anchor(f"{reg.name}.{where}"))
         lines += _class_section(inner, page)
     return lines
+
+
+def _pack_summary(where: Any, page: str) -> list[str]:
+    """What a registered pack holds, read from its pack.yaml: version, world, tasks, splits."""
+    import yaml
+
+    path = Path(where)
+    file = path / "pack.yaml" if path.is_dir() else path
+    try:
+        data = yaml.safe_load(file.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        return []
+    if not isinstance(data, dict):
+        return []
+    lines = []
+    if isinstance(data.get("description"), str) and data["description"].strip():
+        lines += [data["description"].strip(), ""]
+    tasks = [t for t in data.get("tasks") or [] if isinstance(t, dict)]
+    env = data.get("environment")
+    env_type = env.get("type") if isinstance(env, dict) else env if isinstance(env, str) else None
+    splits = sorted({str(t.get("split", "test")) for t in tasks})
+    facts = [f"pack id `{data.get('id')}`", f"version `{data.get('version', '1')}`", f"{len(tasks)} tasks"]
+    if splits:
+        facts.append("splits " + ", ".join(f"`{s}`" for s in splits))
+    if isinstance(env_type, str):
+        facts.append(f"world [`{env_type}`]({link(page, page_of('environment'), anchor(env_type))})")
+    return [*lines, "; ".join(facts) + ".", ""]
 
 
 def render_kind(kind: str, host: Any) -> str:
@@ -1348,7 +1375,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.check:
         stale = stale_pages(pages, args.docs)
         for path in stale:
-            print(f"{args.docs / path}: stale (regenerate: {REGENERATE.strip('`')})", file=sys.stderr)
+            print(f"{args.docs / path}: stale (regenerate with every plugin installed: "
+                  ".nox/together/bin/python scripts/gen_reference.py)", file=sys.stderr)
         return 1 if stale else 0
     for path in write(pages, args.docs):
         print(f"wrote {args.docs / path}")
