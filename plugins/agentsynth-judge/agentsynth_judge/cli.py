@@ -330,8 +330,9 @@ def train(run_dirs: tuple[Path, ...], labels: str, output: Path, label_threshold
     if name is not None:
         judge_obj, label = _judge_arg(name, run_spec)
         source = f"judge:{label}" + (" (saw the verdicts)" if with_verdicts else "")
+    concurrency = 1 if judge_obj is not None and _uses_local_model(judge_obj) else 8
     examples, skipped = asyncio.run(label_examples(pairs, kind, judge_obj, threshold=label_threshold,
-                                                   with_verdicts=with_verdicts))
+                                                   with_verdicts=with_verdicts, concurrency=concurrency))
     if not examples:
         why = ", ".join(f"{n} {w}" for w, n in sorted(skipped.items())) or "no episodes"
         from .learned import VerifierError
@@ -406,6 +407,10 @@ def route(run_dirs: tuple[Path, ...], verifier_file: Path, output: Path, accept_
     check_thresholds(accept_above, drop_below)
     verifier = load_verifier(verifier_file)
     pairs, _infos, run_spec = _read_runs(run_dirs)
+    if not any(r.trajectory is not None for _, r in pairs):
+        from .learned import VerifierError
+
+        raise VerifierError(f"{', '.join(map(str, run_dirs))}: no stored trajectories to route")
     judge_obj, label = _judge_arg(judge_arg, run_spec) if judge_arg else _judge_from_options(None, None, run_spec)
     if concurrency is None:
         concurrency = 1 if _uses_local_model(judge_obj) else 8

@@ -33,6 +33,7 @@ lies within those of the training fails.
 
 from __future__ import annotations
 
+import asyncio
 import datetime as _dt
 import hashlib
 import json
@@ -577,6 +578,7 @@ async def label_examples(
     *,
     threshold: float | None = None,
     with_verdicts: bool = False,
+    concurrency: int = 8,
 ) -> tuple[list[Example], dict[str, int]]:
     """Labelled examples from ``(run_dir, EpisodeResult)`` pairs, and how many were skipped and why.
 
@@ -588,26 +590,26 @@ async def label_examples(
 
     from .base import METADATA_KEY
 
-    examples: list[Example] = []
     skipped: dict[str, int] = {}
+    gate = asyncio.Semaphore(max(1, concurrency))
 
     def skip(why: str) -> None:
         skipped[why] = skipped.get(why, 0) + 1
 
-    for run_dir, r in results:
+    async def one(run_dir: str, r: Any) -> Example | None:
         if r.trajectory is None:
             skip("no trajectory")
-            continue
+            return None
         label: bool | None = None
         if kind == "verdicts":
             if r.status not in ("passed", "failed"):
                 skip(f"status {r.status}")
-                continue
+                return None
             label = r.status == "passed"
         elif judge is None:
             if "judge" not in r.scores:
                 skip("no stored judge score")
-                continue
+                return None
             score = float(r.scores["judge"])
             if threshold is not None:
                 label = score >= threshold
@@ -615,12 +617,15 @@ async def label_examples(
                 label = r.scores["judge.passed"] >= 0.5 if "judge.passed" in r.scores else score >= 0.7
         else:
             r.trajectory.metadata.pop(METADATA_KEY, None)
-            try:
-                res = await call(judge.score, r.trajectory, list(r.verdicts) if with_verdicts else [])
-            except Exception as exc:  # one bad reply skips one example
-                skip(f"judge error ({type(exc).__name__})")
-                continue
+            async with gate:
+                try:
+                    res = await call(judge.score, r.trajectory, list(r.verdicts) if with_verdicts else [])
+                except Exception as exc:  # one bad reply skips one example
+                    skip(f"judge error ({type(exc).__name__})")
+                    return None
             label = (float(res.score) >= threshold if threshold is not None
                      else bool(res.passed) if res.passed is not None else float(res.score) >= 0.7)
-        examples.append(Example(r.trajectory, bool(label), r.task_id, r.trial, run_dir))
-    return examples, skipped
+        return Example(r.trajectory, bool(label), r.task_id, r.trial, run_dir)
+
+    made = await asyncio.gather(*(one(run_dir, r) for run_dir, r in results))
+    return [e for e in made if e is not None], skipped

@@ -144,6 +144,8 @@ async def route_results(
     if ood not in OOD_MODES:
         raise VerifierError(f"ood: expected one of {', '.join(OOD_MODES)}, got {ood!r}")
     items = [(run, r) for run, r in items if r.trajectory is not None]
+    if not items:
+        raise VerifierError("route: no stored trajectories to route")
     report = RouteReport(n=len(items), compare=compare)
     predictions = verifier.predict([r.trajectory for _, r in items])
     gate = asyncio.Semaphore(max(1, concurrency))

@@ -175,3 +175,48 @@ judge: {{type: routed, verifier: {verifier_file}, judge: heuristic, accept_above
     bad = write_spec(tmp_path / "bad.yaml", "pack: core\npolicy: noop\njudge: {type: routed, verifier: v.zip, "
                                             "judge: heuristic, accept_above: 0.2, drop_below: 0.5}\n")
     assert run_cli("run", str(bad), "--run-dir", str(tmp_path / "bad"), "-q") == 2
+
+
+def test_the_learned_judge_is_vetoed_by_a_failed_checker(core_runs, verifier_file):
+    from agentsynth_judge import score_sync
+    from agentsynth_judge.routing import LearnedJudge
+    from conftest import FAIL, PASS
+
+    verifier = load_verifier(verifier_file)
+    trajectory = read_run(core_runs["oracle"])[0][0].trajectory
+    always = LearnedJudge(verifier, threshold=0.0)
+    assert score_sync(always, trajectory, PASS).passed is True
+    vetoed = score_sync(always, trajectory, FAIL)
+    assert vetoed.passed is False and "fails despite the score: checker(s) note_equals failed" in vetoed.rationale
+    assert score_sync(LearnedJudge(verifier, threshold=0.0, veto=False), trajectory, FAIL).passed is True
+
+
+def test_another_worlds_run_goes_to_the_judge(verifier_file, tmp_path):
+    """A verifier trained on the SQL shop knows nothing of the notes world: what acted there goes to the judge."""
+    import asyncio
+
+    from test_calibrate_run import SPEC
+
+    from agentsynth_kernel import execute, load_run_spec
+
+    spec, pack = load_run_spec(write_spec(tmp_path / "notes.yaml", SPEC))
+    asyncio.run(execute(spec, pack, run_dir=tmp_path / "notes"))
+    out = tmp_path / "r.jsonl"
+    assert run_cli("judge", "route", str(tmp_path / "notes"), "--verifier", str(verifier_file), "-o", str(out),
+                   "--accept-above", "0.5", "--drop-below", "0.49") == 0
+    rows = {r["task_id"]: r for r in rows_of(out)}
+    assert len(rows) == 5
+    for task in ("good", "wrong", "unsure"):  # they called tools the verifier never saw
+        assert rows[task]["route"] == "judge"
+        assert any("never seen in training" in why for why in rows[task]["novelty"])
+    # an empty trajectory is the same in every world: dropping it is right
+    assert all(r["route"] == "judge" or (r["route"] == "drop" and r["world"] == "failed") for r in rows.values())
+
+
+def test_a_run_without_trajectories_is_an_error(verifier_file, tmp_path, capsys):
+    from agentsynth_kernel import RunStore as Store
+
+    Store(tmp_path / "empty").close()
+    assert run_cli("judge", "route", str(tmp_path / "empty"), "--verifier", str(verifier_file),
+                   "-o", str(tmp_path / "r.jsonl")) == 2
+    assert f"{tmp_path / 'empty'}: no stored trajectories to route" in capsys.readouterr().err
