@@ -39,8 +39,21 @@ def gen() -> Any:
     return _load("gen_reference")
 
 
-def test_kernel_pages_are_current(gen, tmp_path):
-    pages = gen.render_all(kernel_only=True)
+@pytest.fixture(scope="module")
+def kernel_pages(gen) -> dict[str, str]:
+    """The kernel pages rendered once for the module (a render takes a few seconds)."""
+    return dict(gen.render_all(kernel_only=True))
+
+
+@pytest.fixture
+def generated(gen, kernel_pages, tmp_path) -> Path:
+    """A docs directory the kernel pages were generated into."""
+    gen.write(kernel_pages, tmp_path)
+    return tmp_path
+
+
+def test_kernel_pages_are_current(gen, kernel_pages, tmp_path):
+    pages = kernel_pages
     assert set(pages) >= {"README.md", "hooks.md", "reference/pack.md", "reference/run-spec.md",
                           "reference/protocols.md", "reference/world-state.md", "reference/api.md"}
     gen.write(pages, tmp_path)
@@ -86,8 +99,8 @@ def test_a_changed_built_in_docstring_or_parameter_makes_the_check_fail(gen, mon
     assert not _builtin_entry_is_current(gen, "checker", "called_tool")
 
 
-def test_generation_is_deterministic_and_names_no_machine_path(gen):
-    first = gen.render_all(kernel_only=True)
+def test_generation_is_deterministic_and_names_no_machine_path(kernel_pages):
+    first = kernel_pages
     again = _load("gen_reference").render_all(kernel_only=True)  # a fresh module: no cache shared
     assert first == again
     home = str(Path.home())
@@ -97,19 +110,17 @@ def test_generation_is_deterministic_and_names_no_machine_path(gen):
         assert " at 0x" not in text and "site-packages" not in text, path
 
 
-def test_a_changed_docstring_makes_the_check_fail(gen, tmp_path, monkeypatch):
-    gen.write(gen.render_all(kernel_only=True), tmp_path)
-    assert gen.stale_pages(gen.render_all(kernel_only=True), tmp_path) == []
+def test_a_changed_docstring_makes_the_check_fail(gen, kernel_pages, generated, monkeypatch):
+    assert gen.stale_pages(kernel_pages, generated) == []
     monkeypatch.setattr(Verdict, "__doc__", "A checker's decision, changed without regenerating the pages.")
-    assert gen.stale_pages(gen.render_all(kernel_only=True), tmp_path) == ["reference/protocols.md"]
+    assert gen.stale_pages(gen.render_all(kernel_only=True), generated) == ["reference/protocols.md"]
 
 
-def test_a_changed_hook_docstring_makes_the_check_fail(gen, tmp_path, monkeypatch):
+def test_a_changed_hook_docstring_makes_the_check_fail(gen, generated, monkeypatch):
     from agentsynth_kernel import hookspecs
 
-    gen.write(gen.render_all(kernel_only=True), tmp_path)
     monkeypatch.setattr(hookspecs.run_started, "__doc__", "Changed.\n\nExample::\n\n    @hookimpl\n")
-    assert gen.stale_pages(gen.render_all(kernel_only=True), tmp_path) == ["hooks.md"]
+    assert gen.stale_pages(gen.render_all(kernel_only=True), generated) == ["hooks.md"]
 
 
 class _Probe:
