@@ -841,7 +841,12 @@ def _api_entry(name: str, obj: Any, page: str, anchor_id: str, unresolved: list[
     elif callable(obj) and not typing.get_origin(obj) and not isinstance(obj, types.UnionType):
         lines += [f"#### `{name}{signature_text(obj)}`", "", render_doc(doc_of(obj), page, unresolved), ""]
     else:
-        value = type_text(obj) if (typing.get_origin(obj) or isinstance(obj, types.UnionType)) else shown(obj)
+        if typing.get_origin(obj) or isinstance(obj, types.UnionType):
+            value = type_text(obj)
+        elif isinstance(obj, (int, float, str, bytes, bool, tuple, frozenset, type(None))):
+            value = shown(obj)
+        else:  # an object whose repr may change per run: its type
+            value = f"<{type(obj).__name__}>"
         lines += [f"#### `{name}` = {code(value)}", ""]
     return [line for i, line in enumerate(lines) if line or (i and lines[i - 1])]
 
