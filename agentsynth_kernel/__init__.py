@@ -36,7 +36,7 @@ PUBLIC: dict[str, tuple[str, ...]] = {
     ),
     "episode": (
         "MAX_ARGUMENT_BYTES", "MAX_OBSERVATION_CHARS", "MAX_OBSERVATION_DATA_BYTES", "Episode", "EpisodeConfig",
-        "StageError", "attribute", "cap_observation", "replay_episode", "run_episode",
+        "StageError", "SyncWorker", "attribute", "cap_observation", "replay_episode", "run_episode",
     ),
     "errors": ("AgentsynthError", "BudgetExceeded", "PluginError", "SpecError", "did_you_mean"),
     "hookspecs": ("Register", "hookimpl"),
@@ -59,12 +59,13 @@ PUBLIC: dict[str, tuple[str, ...]] = {
         "remember",
     ),
     "spec": (
-        "SPLITS", "Bounds", "Budget", "ComponentSpec", "InvalidValue", "Pack", "RunSpec", "Task", "build",
+        "SPLITS", "Bounds", "Budget", "ComponentSpec", "InvalidValue", "Pack", "RunSpec", "Task", "UserSpec", "build",
         "check_component", "check_pack", "content_hash", "load_pack", "load_run_spec", "parse_component",
         "read_yaml", "resolve_pack", "select_tasks", "structure", "unstructure",
     ),
     "stats": ("paired_sign_test", "pass_at_k", "pass_hat_k", "wilson_interval"),
     "store": ("STORE_FILE", "RunStore"),
+    "user": ("USER_SYSTEM_PROMPT", "SimulatedUser", "UserFailed", "agent_view"),
     "validation": ("Gate", "audit_problem", "is_world_state", "validate_pack"),
 }
 
@@ -237,6 +238,9 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_public_api.py
     )
     from .episode import (
         StageError as StageError,
+    )
+    from .episode import (
+        SyncWorker as SyncWorker,
     )
     from .episode import (
         attribute as attribute,
@@ -459,6 +463,21 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_public_api.py
     )
     from .spec import (
         Task as Task,
+    )
+    from .spec import (
+        UserSpec as UserSpec,
+    )
+    from .user import (
+        USER_SYSTEM_PROMPT as USER_SYSTEM_PROMPT,
+    )
+    from .user import (
+        SimulatedUser as SimulatedUser,
+    )
+    from .user import (
+        UserFailed as UserFailed,
+    )
+    from .user import (
+        agent_view as agent_view,
     )
     from .spec import (
         build as build,

@@ -21,9 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import queue
 import re
-import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -36,6 +34,7 @@ from agentsynth_kernel import (
     ComponentSpec,
     InvalidValue,
     Observation,
+    SyncWorker,
     ToolCall,
     ToolSpec,
     build,
@@ -116,59 +115,7 @@ class CompositeSpec:
     intro: str = ""
 
 
-# --- one daemon thread per child -------------------------------------------------------------------
-
-
-class _Lane:
-    """Runs one child's sync methods in order on a daemon thread of its own (a stuck call can be
-    abandoned without blocking interpreter exit; ThreadPoolExecutor threads would be joined)."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self.busy = 0
-        self.thread = threading.Thread(target=self._run, name=f"agentsynth-composite-{name}", daemon=True)
-        self.thread.start()
-
-    def _run(self) -> None:
-        while True:
-            job = self.jobs.get()
-            if job is None:
-                return
-            fn, args, settle = job
-            try:
-                outcome: tuple[Any, BaseException | None] = (fn(*args), None)
-            except BaseException as exc:  # handed to whoever awaits it
-                outcome = (None, exc)
-            self.busy -= 1
-            if settle is not None:
-                settle(*outcome)
-
-    async def call(self, fn: Callable[..., Any], *args: Any) -> Any:
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[Any] = loop.create_future()
-
-        def settle(result: Any, exc: BaseException | None) -> None:
-            try:
-                loop.call_soon_threadsafe(_settle, future, result, exc)
-            except RuntimeError:  # the loop is gone (the run ended while this call was stuck)
-                pass
-
-        self.busy += 1
-        self.jobs.put((fn, args, settle))
-        return await future
-
-    def stop(self) -> None:
-        self.jobs.put(None)
-
-
-def _settle(future: asyncio.Future[Any], result: Any, exc: BaseException | None) -> None:
-    if future.cancelled():
-        return
-    if exc is not None:
-        future.set_exception(exc)
-    else:
-        future.set_result(result)
+# --- one daemon thread per child: the kernel's SyncWorker, one per child world ------------------------
 
 
 def _how(method: Any) -> str:
@@ -186,7 +133,7 @@ class World:
     name: str
     type: str
     env: Any
-    lane: _Lane | None = None
+    lane: SyncWorker | None = None
     tools: list[ToolSpec] = attrs.field(factory=list)
     first: Observation | None = None
     started: bool = False
@@ -234,7 +181,7 @@ class CompositeEnvironment:
             result = fn(*args)
         else:
             if world.lane is None:
-                world.lane = _Lane(name)
+                world.lane = SyncWorker()
             result = await world.lane.call(fn, *args)
         if inspect.isawaitable(result):
             result = await result
@@ -360,12 +307,12 @@ class CompositeEnvironment:
         async def close_one(world: World) -> None:
             close = getattr(world.env, "close", None)
             lane = world.lane
-            fresh: _Lane | None = None
+            fresh: SyncWorker | None = None
             try:
                 if close is None:
                     return
                 if lane is not None and lane.busy and _how(close) == "thread":
-                    fresh = _Lane(f"{world.name}-close")
+                    fresh = SyncWorker()
                     await asyncio.wait_for(fresh.call(close), self.spec.close_seconds)
                 else:
                     await asyncio.wait_for(self.call_in(world.name, close), self.spec.close_seconds)
