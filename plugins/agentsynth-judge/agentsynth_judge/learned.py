@@ -318,6 +318,9 @@ def read_provenance(path: Path) -> tuple[dict[str, Any], bytes]:
         raise VerifierError(f"{path}: not a verifier file made by 'agentsynth judge train' ({exc})") from None
     if not isinstance(prov, dict) or prov.get("format") != FORMAT:
         raise VerifierError(f"{path}: provenance.json: format: expected {FORMAT!r}")
+    if not isinstance(prov.get("format_version"), int) or prov["format_version"] > FORMAT_VERSION:
+        raise VerifierError(f"{path}: provenance.json: format_version: expected at most {FORMAT_VERSION}, got "
+                            f"{prov.get('format_version')!r} (made by a newer agentsynth-judge)")
     if prov.get("feature_version") != FEATURE_VERSION:
         raise VerifierError(
             f"{path}: provenance.json: feature_version: trained with feature version {prov.get('feature_version')!r}, "

@@ -131,7 +131,7 @@ def _rewrite(src, dst, provenance=None, model=None):
         zf.writestr("model.skops", model(blob) if model else blob)
 
 
-@pytest.mark.parametrize("damage", ["garbage", "truncated", "tampered", "feature_version", "not_a_verifier"])
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "tampered", "feature_version", "not_a_verifier", "newer"])
 def test_a_damaged_or_foreign_verifier_file_is_refused(verifier_file, tmp_path, capsys, damage):
     bad = tmp_path / "bad.zip"
     if damage == "garbage":
@@ -142,6 +142,8 @@ def test_a_damaged_or_foreign_verifier_file_is_refused(verifier_file, tmp_path, 
         _rewrite(verifier_file, bad, model=lambda b: b[:-10] + b"0123456789")
     elif damage == "feature_version":
         _rewrite(verifier_file, bad, provenance=lambda p: {**p, "feature_version": FEATURE_VERSION + 1})
+    elif damage == "newer":
+        _rewrite(verifier_file, bad, provenance=lambda p: {**p, "format_version": 99})
     else:
         _rewrite(verifier_file, bad, provenance=lambda p: {**p, "format": "something-else"})
     expected = {
@@ -150,6 +152,7 @@ def test_a_damaged_or_foreign_verifier_file_is_refused(verifier_file, tmp_path, 
         "tampered": "does not match the recorded",
         "feature_version": f"feature_version: trained with feature version {FEATURE_VERSION + 1}",
         "not_a_verifier": "provenance.json: format: expected 'agentsynth-verifier'",
+        "newer": "format_version: expected at most 1, got 99 (made by a newer agentsynth-judge)",
     }[damage]
     with pytest.raises(VerifierError, match="bad.zip") as info:
         load_verifier(bad)
