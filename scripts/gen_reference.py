@@ -307,10 +307,17 @@ def bounds_text(tp: Any) -> str:
     parts = []
     for mark in markers(tp):
         if isinstance(mark, ak.Bounds):
-            parts.append(mark.describe())
+            parts.append(" and ".join(f"{op} {_number(getattr(mark, key))}" for key, op in
+                                      (("low", ">="), ("above", ">"), ("high", "<="))
+                                      if getattr(mark, key, None) is not None))
         elif isinstance(mark, ak.CodeRef):
             parts.append("code reference (`file.py:name` or `module:name`)")
     return "; ".join(p for p in parts if p)
+
+
+def _number(value: float) -> str:
+    """A bound as people read it: ``67,108,864``, ``0.1``."""
+    return f"{int(value):,}" if float(value).is_integer() else f"{value:g}"
 
 
 def shown(value: Any) -> str:
@@ -398,7 +405,9 @@ def field_doc(cls: type, name: str, metadata: Any = None) -> str:
         found = field_comments(klass).get(name) if isinstance(klass, type) else None
         if found:
             return found
-    return FIELD_DOCS.get(f"{cls.__name__}.{name}", "") or docstring_args(cls).get(name, "")
+    fields = [f.name for f in attrs.fields(cls)] if attrs.has(cls) else [name]
+    return (FIELD_DOCS.get(f"{cls.__name__}.{name}", "") or docstring_args(cls).get(name, "")
+            or docstring_keys(cls, fields).get(name, ""))
 
 
 @attrs.frozen
@@ -512,6 +521,25 @@ def docstring_args(obj: Any) -> dict[str, str]:
     return out
 
 
+def docstring_keys(obj: Any, names: Iterable[str]) -> dict[str, str]:
+    """Prose key docs of a docstring, ```` ``name``: text ```` (up to the next such key or the end of the
+    paragraph), for the given names only."""
+    wanted = set(names)
+    out: dict[str, str] = {}
+    texts = [doc_of(obj)] + ([doc_of(vars(obj).get("__init__"))] if inspect.isclass(obj) and "__init__" in vars(obj)
+                             else [])
+    for text in texts:
+        for paragraph in re.split(r"\n\s*\n", text):
+            flat = " ".join(paragraph.split())
+            marks = list(re.finditer(r"(?:^|(?<=\s))``(\w+)``: ", flat))
+            for mark, after in zip(marks, [*marks[1:], None], strict=False):
+                name = mark.group(1)
+                if name in wanted and name not in out:
+                    end = after.start() if after else len(flat)
+                    out[name] = flat[mark.end():end].strip().rstrip(";,").strip()
+    return out
+
+
 def factory_params(factory: Any) -> list[Param]:
     """The YAML keys of a factory without a spec class: its keyword parameters, minus context."""
     target = factory.__init__ if inspect.isclass(factory) else factory
@@ -527,7 +555,8 @@ def factory_params(factory: Any) -> list[Param]:
         hint = hints.get(name, param.annotation)
         tp = "" if hint is param.empty else type_text(hint)
         default = "required" if param.default is param.empty else shown(param.default)
-        doc = param_comments(target).get(name, "") or docstring_args(factory).get(name, "")
+        doc = (param_comments(target).get(name, "") or docstring_args(factory).get(name, "")
+               or docstring_keys(factory, signature.parameters).get(name, ""))
         out.append(Param(name, tp, default, bounds_text(hint), doc))
     return out
 
