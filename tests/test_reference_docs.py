@@ -136,7 +136,8 @@ class _Probe:
 
 
 class _ProbeWithMore(_Probe):
-    """Counts rows (a throw-away checker for the tests)."""
+    """Counts rows (a throw-away checker for the tests). ``strict``: fail on any extra row (and the
+    parenthetical (``limit``: not a key doc) is left alone)."""
 
     def __init__(self, query: str, limit: Annotated[int, Bounds(low=1, high=9)] = 3, strict: bool = False) -> None:
         super().__init__(query, limit)
@@ -188,7 +189,8 @@ def test_a_changed_parameter_makes_the_component_check_fail(gen):
     assert "| `limit` | `int` | `3` | >= 1 and <= 9 | rows counted at most |" in before
     assert "[reads the world's end state](../world-state.md#decision): yes" in before
     after = gen.render_kind("checker", _host(("probe", _ProbeWithMore)))
-    assert after != before and "| `strict` | `bool` | `False` |" in after
+    assert after != before and "| `strict` | `bool` | `False` |  | fail on any extra row (and the parenthetical" in after
+    assert "not a key doc" not in after.split("| `limit`")[1].split("\n")[0]
     wrap = gen.render_kind("checker", _host(("wrap", _Wrap)))  # a key's doc from the Args: section
     assert "| `inner` | `str` | `required` | the name of the checker it wraps |" in wrap
     assert "**Args:**\n\n- `inner`: the name of the checker it wraps" in wrap
