@@ -50,7 +50,9 @@ def run_cli(*argv: str) -> int:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default="route-bench.json")
+    ap.add_argument("--out", default=str(HERE / "results.json"))
+    ap.add_argument("--llm-delay", type=float, default=0.05,
+                    help="Seconds the stand-in LLM judge (a scripted server on 127.0.0.1) takes per reply.")
     ap.add_argument("--workdir", help="Keep the runs here (default: a temporary directory).")
     args = ap.parse_args()
     load_before = os.getloadavg()
@@ -106,6 +108,7 @@ def main() -> None:
         print(f"accept >= {accept:<4} drop <= {drop:<6.2f} saved {d['judge_calls_saved']:>3}/{d['n']} "
               f"({d['saved_fraction']:.0%})  agreement with judge-all {same / d['n']:.3f}  "
               f"vs world {d['vs_world']['routed']:.3f} (judge-all {all_vs_world:.3f})")
+    llm = asyncio.run(_llm_judge_timing(fresh, verifier, args.llm_delay))
     out = {
         "benchmark": "agentsynth-judge route", "machine": {
             "loadavg_before": load_before, "loadavg_after": os.getloadavg(), "cpus": os.cpu_count(),
@@ -113,10 +116,42 @@ def main() -> None:
         "runs_seconds": round(runs_s, 2), "train": {"seconds": round(train_s, 3), **report},
         "baseline": {"judge": "heuristic (blind), every item", "n": len(baseline.rows), "judge_calls": len(baseline.rows),
                      "vs_world": round(all_vs_world, 4), "seconds": round(baseline_s, 4)},
-        "thresholds": results, "workdir": str(base),
+        "thresholds": results, "llm_judge": llm, "workdir": str(base),
     }
     Path(args.out).write_text(json.dumps(out, indent=2, default=str) + "\n", encoding="utf-8")
     print(f"-> {args.out}")
+
+
+async def _llm_judge_timing(fresh: Any, verifier: Any, delay: float) -> dict[str, Any]:
+    """Wall time and requests of an llm judge (a stand-in: the kernel's scripted OpenAI-compatible server on
+    127.0.0.1, ``delay`` s per reply) judging everything vs routed, 4 judgements in flight."""
+    from agentsynth_judge import DEFAULT_RUBRIC, LLMJudge
+    from agentsynth_judge.routing import route_results
+    from agentsynth_kernel.testing import ScriptedLLMServer, reply
+
+    body = json.dumps({"dimensions": {n: {"score": 8, "rationale": "ok"} for n in DEFAULT_RUBRIC.names},
+                       "rationale": "stand-in judge"})
+    out: dict[str, Any] = {"stand_in": f"scripted OpenAI-compatible server on 127.0.0.1, {delay} s per reply",
+                           "concurrency": 4, "by_threshold": []}
+    with ScriptedLLMServer(handler=lambda _req: reply(body, delay=delay)) as server:
+        judge = LLMJudge("openai/stand-in", api_base=server.base_url, cache=False)
+        gate = asyncio.Semaphore(4)
+
+        async def one(r: Any) -> None:
+            async with gate:
+                await judge.score(r.trajectory, [])
+
+        t0 = time.perf_counter()
+        await asyncio.gather(*(one(r) for _, r in fresh if r.trajectory is not None))
+        out["everything_judged"] = {"requests": len(server.requests), "seconds": round(time.perf_counter() - t0, 3)}
+        for accept, drop in [(0.9, 0.1), (0.8, 0.2), (0.7, 0.3)]:
+            before = len(server.requests)
+            t0 = time.perf_counter()
+            rep = await route_results(fresh, verifier, judge, accept_above=accept, drop_below=drop, concurrency=4)
+            out["by_threshold"].append({"accept_above": accept, "drop_below": drop, "requests": len(server.requests) - before,
+                                        "judge_calls": rep.judge_calls, "seconds": round(time.perf_counter() - t0, 3)})
+        await judge.client.aclose()
+    return out
 
 
 if __name__ == "__main__":
