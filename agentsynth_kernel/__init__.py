@@ -65,7 +65,8 @@ PUBLIC: dict[str, tuple[str, ...]] = {
     ),
     "stats": ("paired_sign_test", "pass_at_k", "pass_hat_k", "wilson_interval"),
     "store": ("STORE_FILE", "RunStore"),
-    "user": ("USER_SYSTEM_PROMPT", "SimulatedUser", "UserFailed", "agent_view"),
+    "user": ("USER_SYSTEM_PROMPT", "SimulatedUser", "UserFailed", "accepts_parameter", "agent_view", "split_tools",
+             "user_policy_spec"),
     "validation": ("Gate", "audit_problem", "is_world_state", "validate_pack"),
 }
 
@@ -467,18 +468,6 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_public_api.py
     from .spec import (
         UserSpec as UserSpec,
     )
-    from .user import (
-        USER_SYSTEM_PROMPT as USER_SYSTEM_PROMPT,
-    )
-    from .user import (
-        SimulatedUser as SimulatedUser,
-    )
-    from .user import (
-        UserFailed as UserFailed,
-    )
-    from .user import (
-        agent_view as agent_view,
-    )
     from .spec import (
         build as build,
     )
@@ -532,6 +521,27 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_public_api.py
     )
     from .store import (
         RunStore as RunStore,
+    )
+    from .user import (
+        USER_SYSTEM_PROMPT as USER_SYSTEM_PROMPT,
+    )
+    from .user import (
+        SimulatedUser as SimulatedUser,
+    )
+    from .user import (
+        UserFailed as UserFailed,
+    )
+    from .user import (
+        accepts_parameter as accepts_parameter,
+    )
+    from .user import (
+        agent_view as agent_view,
+    )
+    from .user import (
+        split_tools as split_tools,
+    )
+    from .user import (
+        user_policy_spec as user_policy_spec,
     )
     from .validation import (
         Gate as Gate,

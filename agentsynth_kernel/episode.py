@@ -24,7 +24,7 @@ from .errors import BudgetExceeded
 from .plugins import PluginHost
 from .records import Answer, EpisodeResult, Observation, Status, Step, ToolCall, Trajectory, Usage, Verdict
 from .spec import ComponentSpec, Pack, Task, build
-from .user import SimulatedUser, UserFailed, agent_view, factory_accepts, user_policy_spec
+from .user import SimulatedUser, UserFailed, agent_view, split_tools, user_policy_spec
 
 
 class _WorkerThread:
@@ -256,27 +256,18 @@ class Episode:
         return build(kind, cspec, host=self.host, base_dir=self.pack.base_dir, task=task or self.task,
                      pack=self.pack, run=self.run)
 
-    def _accepts(self, kind: str, cspec: ComponentSpec, name: str) -> bool:
-        reg = self.host.get(kind, cspec.type)
-        if reg.spec_cls is not None:
-            return name in attrs.fields_dict(reg.spec_cls)
-        return factory_accepts(reg.factory, name)
-
     async def _start_user(self, tools: list[Any]) -> list[Any]:
-        """Build the simulated user of a multi-turn task; the tools left to the agent (dual control
-        keeps the user's own tools from it)."""
+        """Build the simulated user of a multi-turn task; the tools left to the agent."""
         spec = self.task.user
         if spec is None:
             return tools
-        mine = set(spec.tools)
-        missing = sorted(mine - {t.name for t in tools})
-        if missing:
-            raise StageError("user", UserFailed(f"task {self.task.id!r}: user.tools names {missing}, which the "
-                                                "world does not offer"))
-        cspec = user_policy_spec(spec, lambda c, name: self._accepts("policy", c, name))
-        policy = await self._stage("user", self._make, "policy", cspec)
-        self.user = SimulatedUser(spec, self.task, policy, [t for t in tools if t.name in mine], self.seed)
-        return [t for t in tools if t.name not in mine]
+        try:
+            mine, theirs = split_tools(spec, tools)
+        except UserFailed as exc:
+            raise StageError("user", UserFailed(f"task {self.task.id!r}: {exc}")) from exc
+        policy = await self._stage("user", self._make, "policy", user_policy_spec(spec, self.host))
+        self.user = SimulatedUser(spec, self.task, policy, mine, self.seed)
+        return theirs
 
     async def _user_reply(self, message: str) -> Observation:
         assert self.user is not None

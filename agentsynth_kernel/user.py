@@ -154,7 +154,7 @@ class SimulatedUser:
             raise UserFailed("the simulated user spent more than its budget: " + ", ".join(over))
 
 
-def user_policy_spec(spec: UserSpec, accepts: Any) -> Any:
+def user_policy_spec(spec: UserSpec, host: Any) -> Any:
     """The policy that plays the user: its ``script`` as a scripted policy (that stops after the last
     turn), or its ``policy`` with the simulator's system prompt unless it sets its own."""
     from .spec import ComponentSpec
@@ -163,17 +163,28 @@ def user_policy_spec(spec: UserSpec, accepts: Any) -> Any:
         return ComponentSpec("scripted", {"actions": [{"answer": t} for t in spec.script] + [{"answer": spec.stop}]})
     assert spec.policy is not None  # the loader requires one of the two
     params = dict(spec.policy.params)
-    if "system_prompt" not in params and accepts(spec.policy, "system_prompt"):
+    if "system_prompt" not in params and accepts_parameter(host, "policy", spec.policy, "system_prompt"):
         params["system_prompt"] = USER_SYSTEM_PROMPT.format(stop=spec.stop)
     return ComponentSpec(spec.policy.type, params)
 
 
-def factory_accepts(factory: Any, name: str) -> bool:
-    """Whether a component factory takes a parameter ``name`` (directly or through ``**kwargs``)."""
+def split_tools(spec: UserSpec, tools: list[ToolSpec]) -> tuple[list[ToolSpec], list[ToolSpec]]:
+    """(the user's own tools, the agent's): dual control keeps the user's tools from the agent."""
+    mine = set(spec.tools)
+    missing = sorted(mine - {t.name for t in tools})
+    if missing:
+        raise UserFailed(f"user.tools names {missing}, which the world does not offer")
+    return [t for t in tools if t.name in mine], [t for t in tools if t.name not in mine]
+
+
+def accepts_parameter(host: Any, kind: str, cspec: Any, name: str) -> bool:
+    """Whether the registered component ``cspec.type`` of ``kind`` takes a parameter ``name``
+    (a field of its spec class, a parameter of its factory, or through ``**kwargs``)."""
+    reg = host.get(kind, cspec.type)
+    if reg.spec_cls is not None:
+        return name in attrs.fields_dict(reg.spec_cls)
     try:
-        params = inspect.signature(factory).parameters
+        params = inspect.signature(reg.factory).parameters
     except (TypeError, ValueError):
         return False
     return name in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
-
-
