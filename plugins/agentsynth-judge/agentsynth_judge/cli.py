@@ -406,6 +406,8 @@ def route(run_dirs: tuple[Path, ...], verifier_file: Path, output: Path, accept_
 
     check_thresholds(accept_above, drop_below)
     verifier = load_verifier(verifier_file)
+    for warning in verifier.provenance.get("warnings") or []:
+        click.echo(f"warning: {verifier_file}: {warning}", err=True)
     pairs, _infos, run_spec = _read_runs(run_dirs)
     if not any(r.trajectory is not None for _, r in pairs):
         from .learned import VerifierError

@@ -89,6 +89,15 @@ def test_labels_from_a_judge(core_runs, tmp_path, capsys):
     report = json.loads((tmp_path / "h.json").read_text())
     assert report["label_source"] == "judge:heuristic"
     assert load_verifier(tmp_path / "h.zip").provenance["label_source"] == "judge:heuristic"
+    # a run whose own judge stored its scores
+    for name, policy in (("judged-oracle", "oracle"), ("judged-noop", "noop")):
+        spec = tmp_path / f"{name}.yaml"
+        spec.write_text(f"pack: core\npolicy: {policy}\njudge: heuristic\n", encoding="utf-8")
+        assert run_cli("run", str(spec), "--run-dir", str(tmp_path / name), "-q") == 0
+    assert run_cli("judge", "train", str(tmp_path / "judged-oracle"), str(tmp_path / "judged-noop"), "--labels", "judge",
+                   "-o", str(tmp_path / "j.zip"), "--json", str(tmp_path / "j.json")) == 0
+    stored = json.loads((tmp_path / "j.json").read_text())
+    assert stored["label_source"] == "judge (stored scores)" and stored["class_balance"]["passed"] == 22
     # these runs had no judge: no stored scores to label with
     assert run_cli("judge", "train", *runs, "--labels", "judge", "-o", str(tmp_path / "s.zip")) == 2
     err = capsys.readouterr().err
@@ -174,3 +183,13 @@ def test_a_verifier_with_foreign_types_is_refused_before_loading(verifier_file, 
              model=lambda _b: blob)
     with pytest.raises(VerifierError, match="contains types a verifier is not made of: collections.Counter"):
         load_verifier(bad)
+
+
+def test_without_scikit_learn_the_error_says_what_to_install(monkeypatch):
+    import sys
+
+    from agentsynth_judge.learned import _sklearn
+
+    monkeypatch.setitem(sys.modules, "sklearn", None)  # as if it were not installed
+    with pytest.raises(VerifierError, match=r"pip install 'agentsynth-judge\[learned\]'"):
+        _sklearn()
