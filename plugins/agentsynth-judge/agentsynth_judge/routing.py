@@ -38,6 +38,7 @@ from agentsynth_kernel import (
 
 from .base import METADATA_KEY, annotate
 from .learned import Prediction, Verifier, VerifierError, load_verifier
+from .reward import DEFAULT_WEIGHTS, RewardWeights, compute_reward
 
 OOD_MODES = ("judge", "trust")
 
@@ -237,8 +238,9 @@ class LearnedJudge:
 
     kind = "learned"
 
-    def __init__(self, verifier: Verifier, threshold: float = 0.5, veto: bool = True) -> None:
-        self.verifier, self.threshold, self.veto = verifier, threshold, veto
+    def __init__(self, verifier: Verifier, threshold: float = 0.5, veto: bool = True,
+                 reward: RewardWeights | None = DEFAULT_WEIGHTS) -> None:
+        self.verifier, self.threshold, self.veto, self.reward_weights = verifier, threshold, veto, reward
 
     def score(self, trajectory: Trajectory, verdicts: list[Verdict]) -> JudgeResult:
         (p,) = self.verifier.predict([trajectory])
@@ -248,9 +250,10 @@ class LearnedJudge:
         lines += [f"out of distribution: {why}" for why in p.novelty]
         if veto and p.p_pass >= self.threshold:
             lines.append(f"fails despite the score: {veto}")
-        result = JudgeResult(score=round(p.p_pass, 4), dimensions={"p_pass": p.p_pass, "novel": float(bool(p.novelty)),
-                                                                  "passed": float(passed)},
-                             rationale="\n".join(lines), passed=passed)
+        dims = {"p_pass": p.p_pass, "novel": float(bool(p.novelty)), "passed": float(passed)}
+        if self.reward_weights is not None:
+            dims["reward"] = compute_reward(verdicts, p.p_pass, self.reward_weights).reward
+        result = JudgeResult(score=round(p.p_pass, 4), dimensions=dims, rationale="\n".join(lines), passed=passed)
         return annotate(trajectory, self, result, verifier=self.verifier.id)
 
 
@@ -282,8 +285,11 @@ class RoutedJudge:
         text = f"auto-{'accepted' if route == 'accept' else 'dropped'} by verifier {self.verifier.id}: P(pass) {p.p_pass:.3f}"
         if veto and route == "accept":
             text += f"\nfails despite the verifier: {veto}"
-        result = JudgeResult(round(p.p_pass, 4), {"p_pass": p.p_pass, "routed": 1.0, "passed": float(passed)},
-                             text, passed)
+        dims = {"p_pass": p.p_pass, "routed": 1.0, "passed": float(passed)}
+        weights = getattr(self.judge, "reward_weights", DEFAULT_WEIGHTS)
+        if weights is not None:  # the same terminal reward as the items the judge scores
+            dims["reward"] = compute_reward(verdicts, p.p_pass, weights).reward
+        result = JudgeResult(round(p.p_pass, 4), dims, text, passed)
         return annotate(trajectory, self, result, verifier=self.verifier.id, route=route)
 
 
@@ -317,6 +323,7 @@ class LearnedSpec:
     path: str
     threshold: float = attrs.field(default=0.5, validator=_unit)
     veto: bool = True
+    reward: RewardWeights | None = attrs.field(factory=RewardWeights)
 
 
 @attrs.frozen
@@ -336,7 +343,7 @@ class RoutedSpec:
 
 
 def make_learned(spec: LearnedSpec, base_dir: Path | None = None) -> LearnedJudge:
-    return LearnedJudge(cached_verifier(_resolve(spec.path, base_dir)), spec.threshold, spec.veto)
+    return LearnedJudge(cached_verifier(_resolve(spec.path, base_dir)), spec.threshold, spec.veto, spec.reward)
 
 
 def make_routed(spec: RoutedSpec, base_dir: Path | None = None, task: Any = None, pack: Any = None,

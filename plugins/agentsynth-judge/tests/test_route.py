@@ -162,6 +162,7 @@ judge: {{type: routed, verifier: {verifier_file}, judge: heuristic, accept_above
     judged = [r for r in results if r.scores.get("judge.routed") == 0.0]
     assert len(routed) + len(judged) == len(results) == 22 and judged
     assert all("judge.task_completion" in r.scores for r in judged)  # the heuristic judge's rubric
+    assert all("judge.reward" in r.scores for r in results)  # auto-decided or judged, the same reward key
     for r in routed:  # auto-decided: a failed checker still vetoes an auto-accept
         assert r.scores["judge.passed"] == float(r.scores["judge.p_pass"] >= 0.8 and r.status == "passed")
         assert r.trajectory.metadata["judge"]["route"] in ("accept", "drop")
