@@ -1220,6 +1220,7 @@ def render_index() -> str:
         "- [World state](reference/world-state.md): what makes a checker read the world's end state, and why",
         "  `pack validate` needs one per task.",
         "- [Python API](reference/api.md): every public name of `agentsynth_kernel` and its test kits.",
+        "- [Command line](reference/cli.md): the kernel's commands, every option with its type and default.",
         "- Components, by kind (every installed plugin's, with their keys):",
         *[f"  - [{title}]({page_of(kind)}): {where}" for kind, (title, where, _) in KIND_PAGES.items()],
         "- [Plugins](../plugins/README.md): the plugin distributions of this repository.",
@@ -1235,6 +1236,121 @@ def render_hooks() -> str:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return str(module.render())
+
+
+# --- the command line -----------------------------------------------------------------------------
+
+
+def _builtin_commands() -> list[tuple[str, Any]]:
+    """(name, click command) of the kernel's own commands, imported from where the CLI declares them
+    (a plugin's commands are not loaded: they depend on what is installed)."""
+    cli = importlib.import_module("agentsynth_kernel.cli")
+    out = []
+    for name, (ref, _) in sorted(getattr(cli, "BUILTIN_COMMANDS", {}).items()):
+        module_name, _, attr = ref.partition(":")
+        try:
+            command = getattr(importlib.import_module(module_name), attr)
+        except (ImportError, AttributeError):  # declared but not built yet
+            continue
+        out.append((name, command))
+    return out
+
+
+def _param_type(param: Any) -> str:
+    import click
+
+    if isinstance(param.type, click.Choice):
+        return " | ".join(str(c) for c in param.type.choices)
+    if getattr(param, "is_flag", False) and not getattr(param, "secondary_opts", None):
+        return "flag"
+    name = str(getattr(param.type, "name", "") or "").lower()
+    if isinstance(param.type, (click.IntRange, click.FloatRange)):
+        kind = name.removesuffix(" range")
+        low = f"{'>' if param.type.min_open else '>='} {_number(param.type.min)}" if param.type.min is not None else ""
+        high = f"{'<' if param.type.max_open else '<='} {_number(param.type.max)}" if param.type.max is not None else ""
+        return " ".join([kind, " and ".join(b for b in (low, high) if b)]).strip()
+    return name
+
+
+def _unset(value: Any) -> bool:
+    """click's "no default" marker (``UNSET`` since click 8.2, ``None`` before)."""
+    import click
+
+    return value is None or value is getattr(click.core, "UNSET", None) or type(value).__name__ == "Sentinel"
+
+
+def _param_default(param: Any) -> str:
+    default = param.default
+    if _unset(default) or default == () or (getattr(param, "is_flag", False) and default is False):
+        return ""
+    if callable(default):
+        return "(computed)"
+    return shown(default)
+
+
+def _command_section(path: str, command: Any, level: int, page: str) -> list[str]:
+    import click
+
+    lines = heading(level, f"`{path}`", anchor(path.replace(" ", "-")))
+    help_text = inspect.cleandoc(command.help or command.short_help or "")
+    for paragraph in re.split(r"\n\s*\n", help_text) if help_text else []:
+        if paragraph.startswith("\b\n"):  # click's "do not rewrap": examples, shown as they are
+            lines += ["```", *paragraph.split("\n")[1:], "```", ""]
+        else:
+            lines += [render_doc(paragraph, page), ""]
+    ctx = click.Context(command, info_name=path)
+    lines += [f"Usage: `{path} {' '.join(command.collect_usage_pieces(ctx))}`", ""]
+    params = [p for p in command.get_params(ctx) if not getattr(p, "hidden", False)]
+    arguments = [p for p in params if isinstance(p, click.Argument)]
+    options = [p for p in params if isinstance(p, click.Option) and "--help" not in p.opts]
+    if arguments:
+        lines += ["| argument | type | required |", "|---|---|---|"]
+        lines += [f"| {code(cell((a.human_readable_name or '').upper()))} | {cell(_param_type(a))} | "
+                  f"{'yes' if a.required else 'no'} |" for a in arguments]
+        lines.append("")
+    if options:
+        lines += ["| option | type | default | help |", "|---|---|---|---|"]
+        for o in options:
+            names = ", ".join(f"`{n}`" for n in [*o.opts, *o.secondary_opts])
+            flags = [w for w, on in (("required", o.required), ("repeatable", o.multiple)) if on
+                     and w not in (o.help or "")]
+            extra = f" ({', '.join(flags)})" if flags else ""
+            envvar = f" Environment: `{o.envvar}`." if isinstance(o.envvar, str) and o.envvar else ""
+            default = _param_default(o)
+            lines.append(f"| {names} | {cell(_param_type(o))} | {code(cell(default)) if default else ''} | "
+                         f"{cell(render_roles(o.help or '', page))}{extra}{envvar} |")
+        lines.append("")
+    if isinstance(command, click.Group):
+        for name, sub in sorted(command.commands.items()):
+            # a plugin's subcommands join the group once the CLI loads them: only the kernel's own
+            module = getattr(getattr(sub, "callback", None), "__module__", "") or ""
+            if not getattr(sub, "hidden", False) and module.startswith("agentsynth_kernel"):
+                lines += _command_section(f"{path} {name}", sub, min(level + 1, 4), page)
+    return lines
+
+
+def render_cli() -> str:
+    page = "reference/cli.md"
+    lines = [
+        "# Command line",
+        "",
+        _generated("the kernel's click commands"),
+        "",
+        "The kernel's own commands. Plugins add more (`agentsynth mcp`, `agentsynth export` ...; see",
+        "[`register_commands`](../hooks.md#register_commands)) and subcommands of `agentsynth pack`;",
+        "`agentsynth --help` lists what is installed. A bad option or file is one clean message per problem",
+        "and exit code 2; `AGENTSYNTH_DEBUG=1` shows tracebacks of internal errors.",
+        "",
+        "| command | what it does |",
+        "|---|---|",
+    ]
+    commands = _builtin_commands()
+    lines += [f"| [`agentsynth {n}`](#{anchor('agentsynth-' + n)}) | "
+              f"{cell(first_paragraph(inspect.cleandoc(c.help or c.short_help or '')))} |" for n, c in commands]
+    lines.append("")
+    for name, command in commands:
+        lines += _command_section(f"agentsynth {name}", command, 2, page)
+    return _finish(lines)
 
 
 # --- component pages ------------------------------------------------------------------------------
@@ -1347,6 +1463,7 @@ KERNEL_PAGES: dict[str, Callable[[], str]] = {
     "reference/protocols.md": render_protocols,
     "reference/world-state.md": render_world_state,
     "reference/api.md": render_api,
+    "reference/cli.md": render_cli,
 }
 
 

@@ -350,3 +350,23 @@ def _kernel_builtins() -> Any:
     from importlib.metadata import entry_points
 
     return next(ep for ep in entry_points(group="agentsynth", name="builtins")).load()
+
+
+def test_cli_page_shows_the_kernels_commands_only(gen, kernel_pages, monkeypatch):
+    """A plugin's subcommand joins the ``pack`` group once the CLI loads plugins (in the same
+    process as this test, perhaps): the page must not change with it; a changed option must."""
+    import click
+
+    page = kernel_pages["reference/cli.md"]
+    assert "| `-k`, `--trials` | integer >= 1 | `1` |" in page and "### `agentsynth pack validate`" in page
+    group = dict(gen._builtin_commands())["pack"]
+
+    @click.command("throwaway")
+    def throwaway() -> None:
+        """A plugin's subcommand."""
+
+    monkeypatch.setitem(group.commands, "throwaway", throwaway)
+    assert gen.render_cli() == page
+    option = next(p for p in dict(gen._builtin_commands())["bench"].params if p.name == "seed")
+    monkeypatch.setattr(option, "help", "Changed without regenerating the pages.")
+    assert gen.render_cli() != page
