@@ -58,6 +58,20 @@ def _above_zero(instance: Any, attribute: Any, value: float) -> None:
         raise InvalidValue(f"{attribute.name}: must be more than 0, got {value}")
 
 
+_allowed_cache: dict[int, tuple[dict[str, Any], AllowedChanges]] = {}
+
+
+def _allowed_for(spec: dict[str, Any]) -> AllowedChanges:
+    """The parsed rules of an ``allowed_changes`` mapping, parsed once per mapping: a task's spec is
+    one object for all its episodes (the rules are never changed after parsing)."""
+    cached = _allowed_cache.get(id(spec))
+    if cached is None or cached[0] is not spec:
+        if len(_allowed_cache) > 4096:
+            _allowed_cache.clear()
+        cached = _allowed_cache[id(spec)] = (spec, AllowedChanges(spec))
+    return cached[1]
+
+
 @attrs.frozen
 class SqlEnvSpec:
     """Parameters of ``environment: {type: sql, ...}``.
@@ -118,7 +132,7 @@ class SqlEnvironment:
     def __init__(self, spec: SqlEnvSpec | None = None, base_dir: Path | None = None, **params: Any) -> None:
         self.spec = spec if spec is not None else SqlEnvSpec(**params)
         self.base_dir = base_dir
-        self.allowed = AllowedChanges(self.spec.allowed_changes)
+        self.allowed = _allowed_for(self.spec.allowed_changes)
         self.sandbox = Sandbox(self.spec.query_budget, self.spec.statement_memory)
         self.snapshot: Snapshot | None = None
         self.conn: sqlite3.Connection | None = None
@@ -168,7 +182,7 @@ class SqlEnvironment:
         self._capped = False  # max_page_count is set before the agent's first statement
         self.allowed.check_against(self.snapshot, self.conn)
         self._start_marks = (self.conn.total_changes, self.snapshot.schema_version)
-        self.sandbox.written, self.sandbox.schema_touched = set(), False
+        self.sandbox.written, self.sandbox.schema_touched, self.sandbox.analyzed = set(), False, False
         self.budget = CheckBudget(s.check_seconds, s.statement_memory)
         self._changes = self._unexpected = None
         self._diff_error: str | None = None
@@ -240,7 +254,17 @@ class SqlEnvironment:
         for index, stmt in enumerate(statements):
             self.sandbox.arm(self.conn, readonly)
             try:
-                cur = self.conn.execute(stmt, params or ())
+                try:
+                    cur = self.conn.execute(stmt, params or ())
+                except sqlite3.DatabaseError:
+                    if not self.sandbox.temp_needed:
+                        raise
+                    # denied at prepare time (nothing ran) because it is the first use of the temp
+                    # schema: cap that, then prepare it again
+                    self.sandbox.disarm(self.conn)
+                    self._cap_temp()
+                    self.sandbox.arm(self.conn, readonly)
+                    cur = self.conn.execute(stmt, params or ())
                 rows, cut, size = self._fetch(cur, room) if cur.description else (None, False, 0)
             except (sqlite3.Error, OverflowError, ValueError, MemoryError) as exc:
                 prefix = f"statement {index + 1} of {len(statements)}: " if len(statements) > 1 else ""
@@ -272,8 +296,17 @@ class SqlEnvironment:
         page_size = int.from_bytes(self.snapshot.data[16:18], "big")  # the database header's; 1 means 64 KB
         pages = max(1, self.spec.max_db_bytes // (65536 if page_size == 1 else page_size or 4096))
         self.conn.execute(f"PRAGMA main.max_page_count = {pages}")  # the agent cannot run PRAGMAs
-        self.conn.execute(f"PRAGMA temp.max_page_count = {pages}")
         self._capped = True
+        self.sandbox.temp_guard = True  # the temp schema is capped when a statement first uses it
+
+    def _cap_temp(self) -> None:
+        """The same cap on the temp database, set when a statement first creates something there
+        (opening the temp database costs more than most episodes' statements)."""
+        assert self.conn is not None and self.snapshot is not None
+        page_size = int.from_bytes(self.snapshot.data[16:18], "big")
+        pages = max(1, self.spec.max_db_bytes // (65536 if page_size == 1 else page_size or 4096))
+        self.conn.execute(f"PRAGMA temp.max_page_count = {pages}")
+        self.sandbox.temp_guard = self.sandbox.temp_needed = False
 
     def _fetch(self, cur: sqlite3.Cursor, room: int) -> tuple[list[tuple[Any, ...]], bool, int]:
         """(rows, truncated, bytes): up to row_limit rows, each value made small enough to keep
@@ -338,7 +371,11 @@ class SqlEnvironment:
     # without any view, trigger or index the agent created. They run under self.budget.
 
     def _marks(self) -> tuple[int, int]:
+        """(row changes, schema cookie). The cookie moves only on DDL or ANALYZE, which the sandbox
+        sees at prepare time: without either it is the start's (no PRAGMA round trip)."""
         assert self.conn is not None
+        if not (self.sandbox.schema_touched or self.sandbox.analyzed):
+            return (self.conn.total_changes, self._start_marks[1])
         return (self.conn.total_changes, self.conn.execute("PRAGMA main.schema_version").fetchone()[0])
 
     def settle(self) -> None:
@@ -463,8 +500,15 @@ class SqlEnvironment:
                     f"the collateral diff stopped: table {table!r} has {count:,} rows, {count - len(known):,} more "
                     f"than at the start (max_changes={self.spec.max_changes:,})"))
             columns = table_columns(conn, table) if full else snap.columns[table]
-            if table in snap.scans and rows == snap.scans[table] and columns == snap.columns.get(table):
-                continue  # one C-level comparison for an untouched table
+            if table in snap.scans and columns == snap.columns.get(table):
+                if rows == snap.scans[table]:
+                    continue  # one C-level comparison for an untouched table
+                # same columns: only the rows that are not in both scans can differ (set lookups in C,
+                # instead of keying and comparing every row of the table in Python)
+                before, after = snap.scan_set(table), set(rows)
+                start[table] = keyed([r for r in snap.scans[table] if r not in after], pk)
+                end[table], cols[table] = keyed([r for r in rows if r not in before], pk), columns
+                continue
             if table in snap.state:
                 start[table] = known
             end[table], cols[table] = keyed(rows, pk), columns

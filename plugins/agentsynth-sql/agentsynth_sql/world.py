@@ -43,6 +43,14 @@ class Snapshot:
     catalog: frozenset[tuple[str, str, str, str | None]] = frozenset()  # sqlite_master (type, name, tbl_name, sql)
     rows: int = 0  # rows in all tables
     start_keys: dict[tuple[str, str], set[Any]] = attrs.field(factory=dict, eq=False)  # (table, where) -> keys
+    _scan_sets: dict[str, frozenset[tuple[Any, ...]]] = attrs.field(factory=dict, eq=False, init=False)
+
+    def scan_set(self, table: str) -> frozenset[tuple[Any, ...]]:
+        """The rows of the start scan of ``table`` as a set (built on first use, kept)."""
+        rows = self._scan_sets.get(table)
+        if rows is None:
+            rows = self._scan_sets[table] = frozenset(self.scans[table])
+        return rows
 
     def affected(self, written: set[str]) -> set[str]:
         """Tables a write to ``written`` may have changed: those, plus every table whose foreign
@@ -617,6 +625,7 @@ _SCHEMA_ACTIONS = _WRITE_ACTIONS - {sqlite3.SQLITE_INSERT, sqlite3.SQLITE_UPDATE
                                      sqlite3.SQLITE_ANALYZE}
 _ROW_WRITES = {sqlite3.SQLITE_INSERT, sqlite3.SQLITE_UPDATE, sqlite3.SQLITE_DELETE}
 _TRANSACTION_ACTIONS = {sqlite3.SQLITE_TRANSACTION, sqlite3.SQLITE_SAVEPOINT}
+_READ, _SELECT = sqlite3.SQLITE_READ, sqlite3.SQLITE_SELECT
 DENIED_FUNCTIONS = {"load_extension", "fts3_tokenizer", "readfile", "writefile", "edit", "sqlite_dbpage"}
 # PRAGMAs that only describe the world. Anything else (journal_mode, writable_schema,
 # temp_store_directory, mmap_size, foreign_keys=OFF ...) can reach outside the world or
@@ -649,9 +658,13 @@ class Sandbox:
         self.interrupted = False
         self.written: set[str] = set()  # tables the agent's statements were prepared to write
         self.schema_touched = False  # any CREATE / DROP / ALTER, in any schema (temp triggers included)
+        self.analyzed = False  # ANALYZE ran (it creates a table too)
+        self.temp_guard = False  # the temp database is not capped yet: deny (and ask for the cap) on first use
+        self.temp_needed = False
 
     def arm(self, conn: sqlite3.Connection, readonly: bool) -> None:
         self.readonly, self.denied, self.ticks, self.interrupted = readonly, "", 0, False
+        self.temp_needed = False
         self.over_memory = False
         self.mem_start = memory_used() if memory_used is not None else 0
         conn.set_authorizer(self.authorize)
@@ -676,6 +689,13 @@ class Sandbox:
         return sqlite3.SQLITE_DENY
 
     def authorize(self, action: int, arg1: str | None, arg2: str | None, db: str | None, source: str | None) -> int:
+        if action == _READ or action == _SELECT:  # most calls: a column read, never denied
+            return sqlite3.SQLITE_OK
+        if db == "temp" and self.temp_guard and not self.readonly:
+            self.temp_needed = True  # the environment caps the temp database and prepares this again
+            return sqlite3.SQLITE_DENY
+        if action == sqlite3.SQLITE_ANALYZE:
+            self.analyzed = True  # creates sqlite_stat1: the schema cookie moves
         if action in (sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH):
             return self._deny("ATTACH/DETACH (and VACUUM INTO) are not allowed: the world is this one database")
         if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() in DENIED_FUNCTIONS:

@@ -241,6 +241,21 @@ def test_the_database_and_temp_tables_are_capped(files):
     assert temp[-1].error and "database full" in temp[-1].content
 
 
+def test_the_temp_cap_is_set_at_first_use_of_the_temp_schema_in_any_statement(files):
+    """The temp database is capped when a statement first creates something there (it is not
+    opened for episodes that never use it): as the first statement, inside a script, with params."""
+    for first in ("CREATE TEMP TABLE t (b BLOB)", "SELECT 1; CREATE TABLE temp.t (b BLOB)"):
+        env = make_env(files, max_db_bytes=1_000_000)
+        assert not x(env, first).error
+        assert not x(env, "INSERT INTO t VALUES (?)", params=["ok"]).error
+        filled = [x(env, "INSERT INTO t SELECT randomblob(300000)") for _ in range(5)]
+        assert filled[-1].error and "database full" in filled[-1].content
+        assert q(env, "SELECT count(*) FROM temp.t").data["rows"][0][0] >= 2
+    env = make_env(files, max_db_bytes=1_000_000)
+    assert "read-only" in q(env, "CREATE TEMP TABLE t (x)").content  # sql_query still refuses it
+    assert not x(env, "CREATE TEMP VIEW v AS SELECT 1").error
+
+
 def test_observations_keep_no_big_value_and_stay_under_their_cap(files):
     env = make_env(files, max_observation_bytes=10_000, max_value_bytes=10_000_000)
     obs = q(env, "SELECT randomblob(5000000) AS b, hex(randomblob(3000)) AS h, x'0102' AS small")

@@ -1,0 +1,123 @@
+"""CPU per episode of the `core` pack in the sql world alone, against raw sqlite3 doing the same work.
+
+plugin = the environment and checkers driven directly with the oracle's actions (reset, tool calls,
+every checker incl. the collateral diff, close); no engine. raw = a deserialized copy of the same
+snapshot, the oracle's statements, the checkers' queries. Both in the same process, interleaved
+rounds, best round each; the machine load is recorded. Target (issue #21 item 3): ratio <= 2.
+
+    python plugins/agentsynth-sql/bench/bench_world.py [--trials 20] [--rounds 5] [--profile] [--out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sqlite3
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+from agentsynth_kernel import Step, ToolCall, Trajectory, build, get_host, import_file, load_pack, to_action  # noqa: E402
+from agentsynth_sql.world import snapshot_for, split_statements  # noqa: E402
+
+TARGET = 2.0
+
+
+def raw_plan(pack):
+    oracle = import_file(pack.oracle_path).ORACLE
+    plan = []
+    for task in pack.tasks:
+        statements = [split_statements(a["arguments"]["sql"]) for a in oracle[task.id] if "tool" in a]
+        checks = [c.params["query"] for c in pack.task_checkers(task) if c.type == "sql"]
+        plan.append((statements, checks))
+    return plan
+
+
+def bench_raw(plan, trials, data):
+    cpu = time.process_time()
+    n = 0
+    for _ in range(trials):
+        for statements, checks in plan:
+            conn = sqlite3.connect(":memory:", isolation_level=None)
+            conn.deserialize(data)
+            conn.execute("PRAGMA foreign_keys = ON")
+            for parts in statements:
+                for stmt in parts:
+                    conn.execute(stmt).fetchall()
+            for query in checks:
+                conn.execute(query).fetchall()
+            conn.close()
+            n += 1
+    return (time.process_time() - cpu) / n
+
+
+def bench_plugin(pack, trials):
+    host = get_host()
+    oracle = import_file(pack.oracle_path).ORACLE
+    scripts = {t.id: [to_action(a) for a in oracle[t.id]] for t in pack.tasks}
+    checkers = {t.id: [build("checker", c, host=host) for c in pack.task_checkers(t)] for t in pack.tasks}
+    cpu = time.process_time()
+    n = 0
+    for _ in range(trials):
+        for task in pack.tasks:
+            env = build("environment", pack.task_environment(task), host=host, base_dir=pack.base_dir)
+            env.start(0)
+            traj = Trajectory(task.id, task.instruction)
+            for action in scripts[task.id]:
+                traj.steps.append(Step(action, env.run(action) if isinstance(action, ToolCall) else None))
+            for checker in checkers[task.id]:
+                verdict = checker.evaluate(env, traj) if hasattr(checker, "evaluate") else checker.check(env, traj)
+                assert verdict.passed, (task.id, verdict.detail)
+            env.shutdown()
+            n += 1
+    return (time.process_time() - cpu) / n
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trials", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--profile", action="store_true", help="cProfile the plugin rounds instead")
+    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results.json")
+    args = parser.parse_args()
+    pack = load_pack("core")
+    env = pack.environment.params
+    snap = snapshot_for(env["schema"], env["seed"], base_dir=pack.base_dir)
+    plan = raw_plan(pack)
+    bench_plugin(pack, 1)
+    bench_raw(plan, 1, snap.data)
+    if args.profile:
+        import cProfile
+        import pstats
+
+        prof = cProfile.Profile()
+        prof.runcall(bench_plugin, pack, args.trials)
+        pstats.Stats(prof).sort_stats("tottime").print_stats(30)
+        return
+    load_before = os.getloadavg()[0]
+    plugin, raw = [], []
+    for _ in range(args.rounds):
+        raw.append(bench_raw(plan, args.trials, snap.data))
+        plugin.append(bench_plugin(pack, args.trials))
+    ratio = min(plugin) / min(raw)
+    result = {
+        "benchmark": "sql-world", "pack": "core", "tasks": len(pack.tasks),
+        "episodes_per_round": args.trials * len(pack.tasks), "rounds": args.rounds,
+        "plugin_cpu_ms_per_episode": round(min(plugin) * 1000, 4),
+        "raw_sqlite_cpu_ms_per_episode": round(min(raw) * 1000, 4),
+        "ratio_plugin_over_raw": round(ratio, 2), "target_ratio_max": TARGET, "within_target": ratio <= TARGET,
+        "python": platform.python_version(), "sqlite": sqlite3.sqlite_version, "cpus": os.cpu_count(),
+        "load_average_1m_before": round(load_before, 2), "load_average_1m_after": round(os.getloadavg()[0], 2),
+        "note": "CPU time (process_time), best of interleaved rounds; raw and plugin measured in the same run.",
+    }
+    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    json.dump(result, sys.stdout, indent=2)
+    print()
+
+
+if __name__ == "__main__":
+    main()
