@@ -36,7 +36,7 @@ import tokenize
 import types
 import typing
 from collections.abc import Callable, Iterable
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Annotated, Any, Literal, Union
 
 import attrs
@@ -321,6 +321,10 @@ def _number(value: float) -> str:
 
 
 def shown(value: Any) -> str:
+    if isinstance(value, PurePath):  # PosixPath('.') here, WindowsPath('.') elsewhere
+        value = str(value)
+    if inspect.isroutine(value) or inspect.isclass(value):  # a function's repr has its address
+        return str(getattr(value, "__qualname__", None) or getattr(value, "__name__", "(a function)"))
     text = repr(value)
     if " at 0x" in text or text.startswith("<object object"):
         return "(not given)"  # a sentinel object: its address changes per run
@@ -1177,7 +1181,9 @@ def render_world_state() -> str:
         *heading(2, "The gates of `pack validate`", "gates"),
         render_doc(doc_of(importlib.import_module(ak.validate_pack.__module__)), page),
         "",
-        f"From Python: [`validate_pack{signature_text(ak.validate_pack)}`]"
+        f"From the command line: [`agentsynth pack validate PATH|NAME`]({link(page, 'reference/cli.md')}"
+        "#agentsynth-pack-validate); from Python: "
+        f"[`validate_pack{signature_text(ak.validate_pack)}`]"
         f"({link(page, 'reference/api.md', api_anchor('agentsynth_kernel', 'validate_pack'))}).",
         "",
         *heading(2, "How it is decided", "decision"),
