@@ -2,13 +2,14 @@
 
 Kernel pages (the same in every venv): ``docs/README.md`` (the index), ``docs/hooks.md`` (through
 gen_hook_docs.py), and under ``docs/reference/``: ``pack.md`` (pack.yaml and the oracle),
-``run-spec.md``, ``protocols.md`` (the component protocols and records), ``world-state.md`` and
-``api.md`` (the public Python names). Component pages (``docs/reference/components/<kinds>.md``)
+``run-spec.md``, ``protocols.md`` (the component protocols and records), ``world-state.md``,
+``api.md`` (the public Python names) and ``cli.md`` (the kernel's commands). Component pages (``docs/reference/components/<kinds>.md``)
 list every component the *installed* plugins register, so they are generated and checked with
 every plugin installed (the ``together`` session).
 
 Keys, types, defaults and bounds come from the attrs / msgspec classes, spec classes and factory
-annotations; a key's doc is the comment above (or beside) its field in the source. Sphinx roles
+annotations; a key's doc is the comment above (or beside) its field or parameter in the source,
+else an ``Args:`` entry or a ````key``: text`` phrase of the class docstring. Sphinx roles
 in docstrings (``:class:`~pkg.mod.Name```, ``:func:``...) become Markdown links to these pages.
 Output is deterministic: sorted, no absolute paths, no versions.
 
@@ -46,7 +47,6 @@ sys.path.insert(0, str(ROOT))
 
 import agentsynth_kernel as ak  # noqa: E402
 
-REGENERATE = "`.nox/together/bin/python scripts/gen_reference.py` (every plugin installed)"
 CONTEXT = {"base_dir", "task", "pack", "run", "self"}  # handed in by the kernel, never written in YAML
 
 # kind -> (page title, what the YAML key is, protocol); the order of the index
@@ -292,7 +292,7 @@ def type_text(tp: Any) -> str:
 
 def _unqualified(text: str) -> str:
     text = re.sub(r"\b(?:[A-Za-z_]\w*\.)+(?=[A-Za-z_])", "", text)
-    return text.replace("NoneType", "None").replace("Optional[", "Optional[")
+    return text.replace("NoneType", "None")
 
 
 def markers(tp: Any) -> list[Any]:
