@@ -1,4 +1,6 @@
-"""The sandbox: a bubblewrap (``bwrap``) container per process, or no isolation when asked for.
+"""The sandbox: a bubblewrap (``bwrap``) container per process, a Podman / Docker container per
+process (``isolation: container``, see container.py: same runner, same paths, same bookkeeping
+of pid namespaces), or no isolation when asked for.
 
 What a sandbox sees (bwrap mode): ``/usr`` (and the ``/bin``, ``/lib`` ... links) and the Python
 install read-only, the packages the world lists read-only under ``/.agentsynth/site``, the world
@@ -238,6 +240,9 @@ def release_uid(uid: int | None) -> None:
 # --- process bookkeeping: what is alive, what must be dead ---------------------------------------
 
 _live: set[int] = set()  # pid namespaces of running sandboxes
+# the Process (its id()) that registered each live namespace last: a namespace id freed by a
+# sandbox that ended on its own may be another's by the time it is killed; that one keeps it
+_live_owner: dict[int, int] = {}
 _roots: set[int] = set()  # host pids of the running sandboxes' bwrap processes
 _uids: set[int] = set()  # uids of this process's sandboxes (root mode), to tell them from other runs' sandboxes
 _closed: set[int] = set()  # pid namespaces of sandboxes that were killed
@@ -508,6 +513,7 @@ class Process:
             if self.namespace is not None:
                 with _lock:
                     _live.add(self.namespace)
+                    _live_owner[self.namespace] = id(self)
                     _closed.discard(self.namespace)
 
     def _read_namespace(self, fd: int) -> int | None:
@@ -612,7 +618,8 @@ class Process:
         except OSError:
             pass
         if self.container is None:
-            reap(self.namespace)
+            if self._owns_namespace():
+                reap(self.namespace)
         elif self.namespace is None:
             self._remove_container()
         else:
@@ -645,7 +652,7 @@ class Process:
         if self.container is not None:
             self._kill_container()
         _kill_group(self.proc)
-        if self.container is None:
+        if self.container is None and self._owns_namespace():
             reap(self.namespace)
         if self.isolation == "none":
             _kill_uid_group(self.proc.pid)
@@ -660,11 +667,16 @@ class Process:
             self._status.close()
         if self.namespace is not None:
             with _lock:
-                _live.discard(self.namespace)
-                _closed.add(self.namespace)
+                if _live_owner.get(self.namespace) == id(self):
+                    del _live_owner[self.namespace]
+                    _live.discard(self.namespace)
+                    _closed.add(self.namespace)
         with _lock:
             _roots.discard(self.proc.pid)
 
+    def _owns_namespace(self) -> bool:
+        with _lock:
+            return self.namespace is not None and _live_owner.get(self.namespace) == id(self)
 
     def _kill_container(self) -> None:
         """Every process of the container dead (SIGKILL to its pid namespace), the container removed."""
