@@ -28,6 +28,8 @@ class KVDemo:
             return None
         if self.mode == "garbage":
             return ["not", "a", "mapping"]
+        if self.mode == "broken":
+            raise KeyError("a bug in the plugin")
         changed = {k: world.data.get(k) for k in {*world.data, *world.initial}
                    if world.data.get(k) != world.initial.get(k)}
         if self.mode == "random":
@@ -77,6 +79,7 @@ def test_a_demonstration_becomes_a_pack_whose_oracle_passes_and_noop_fails(host,
     ("random", [SET_B], "two replays of the demonstration gave different end states"),
     ("weak", [SET_B], "an agent that does nothing passes the generated checks"),
     ("garbage", [SET_B], "not a mapping with a 'checkers' list"),
+    ("broken", [SET_B], "the 'kv' world's checks_from_demo hook failed: KeyError: 'a bug in the plugin'"),
     ("exact", [{"tool": "get", "arguments": {"key": "a"}}], "changed nothing in the world and gave no answer"),
     ("exact", [SET_B, {"tool": "get", "arguments": {"key": "zz"}}], "actions[1] (get): the world returned an error: no key 'zz'"),
     ("exact", [SET_B, {"tool": "fail", "arguments": {}}], "actions[1] (fail): the world raised RuntimeError: the world broke"),

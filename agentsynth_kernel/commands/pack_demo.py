@@ -241,7 +241,6 @@ async def play(demo: Demo, *, host: Any, timeout: float = 60.0) -> tuple[dict[st
 
 
 async def _play(demo: Demo, host: Any) -> tuple[dict[str, Any], Any]:
-
     kind = demo.environment.type
     try:
         env = build("environment", demo.environment, host=host, base_dir=demo.base_dir, task=demo.task)
@@ -276,8 +275,10 @@ async def _play(demo: Demo, host: Any) -> tuple[dict[str, Any], Any]:
         if hook is not None:
             try:
                 result = hook(environment=kind, world=env, trajectory=traj)
-            except (ValueError, RuntimeError) as exc:
+            except ValueError as exc:  # a change the world's plugin cannot check: its message says which
                 raise AgentsynthError(f"{demo.source}: {exc}") from None
+            except Exception as exc:  # a plugin's bug: named, not a traceback
+                raise AgentsynthError(f"{demo.source}: the {kind!r} world's {HOOK} hook failed: {_why(exc)}") from None
             if isinstance(result, list):  # before the hookspec is registered pluggy returns every result
                 result = next((r for r in result if r is not None), None)
         if result is None:

@@ -6,6 +6,10 @@ snapshot, the oracle's statements, the checkers' queries. Both in the same proce
 rounds, best round each; the machine load is recorded. Target (issue #21 item 3): ratio <= 2.
 
     python plugins/agentsynth-sql/bench/bench_world.py [--trials 20] [--rounds 5] [--profile] [--out FILE]
+    python plugins/agentsynth-sql/bench/bench_world.py --baseline DIR [--pairs 3]   # DIR: another agentsynth_sql
+
+With ``--baseline``, this script runs itself alternately on DIR's copy of the plugin (e.g. the last
+commit's, from ``git archive``) and on this one, ``--pairs`` times, and writes both series.
 """
 
 from __future__ import annotations
@@ -83,7 +87,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--profile", action="store_true", help="cProfile the plugin rounds instead")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results.json")
+    parser.add_argument("--baseline", type=Path, help="a directory holding another agentsynth_sql package")
+    parser.add_argument("--pairs", type=int, default=3)
     args = parser.parse_args()
+    if args.baseline is not None:
+        compare(args)
+        return
     pack = load_pack("core")
     env = pack.environment.params
     snap = snapshot_for(env["schema"], env["seed"], base_dir=pack.base_dir)
@@ -117,6 +126,29 @@ def main() -> None:
     args.out.write_text(json.dumps(result, indent=2) + "\n")
     json.dump(result, sys.stdout, indent=2)
     print()
+
+
+def compare(args: argparse.Namespace) -> None:
+    """Alternate runs of the baseline copy and this copy, each in its own process."""
+    import subprocess
+    import tempfile
+
+    here = Path(__file__).resolve().parents[1]
+    series: dict[str, list[dict[str, object]]] = {"baseline": [], "current": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        for _ in range(args.pairs):
+            for name, path in (("baseline", args.baseline.resolve()), ("current", here)):
+                out = Path(tmp) / f"{name}.json"
+                env = {**os.environ, "PYTHONPATH": f"{path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+                subprocess.run([sys.executable, __file__, "--trials", str(args.trials), "--rounds", str(args.rounds),
+                                "--out", str(out)], env=env, check=True, stdout=subprocess.DEVNULL)
+                series[name].append(json.loads(out.read_text()))
+    median = lambda rows: sorted(r["ratio_plugin_over_raw"] for r in rows)[len(rows) // 2]  # type: ignore[arg-type] # noqa: E731
+    result = {"benchmark": "sql-world-compare", "pairs": args.pairs, "baseline": str(args.baseline),
+              "median_ratio_baseline": median(series["baseline"]), "median_ratio_current": median(series["current"]),
+              "target_ratio_max": TARGET, "runs": series}
+    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps({k: v for k, v in result.items() if k != "runs"}, indent=2))
 
 
 if __name__ == "__main__":
