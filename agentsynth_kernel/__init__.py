@@ -63,7 +63,7 @@ PUBLIC: dict[str, tuple[str, ...]] = {
         "check_component", "check_pack", "content_hash", "load_pack", "load_run_spec", "parse_component",
         "read_yaml", "resolve_pack", "select_tasks", "structure", "unstructure",
     ),
-    "stats": ("paired_sign_test", "pass_at_k", "pass_hat_k", "wilson_interval"),
+    "stats": ("paired_sign_test", "pass_at_k", "pass_hat_k", "verifiable_gate", "wilson_interval"),
     "store": ("STORE_FILE", "RunStore"),
     "user": ("USER_SYSTEM_PROMPT", "SimulatedUser", "UserFailed", "accepts_parameter", "agent_view", "split_tools",
              "user_policy_spec"),
@@ -512,6 +512,9 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_public_api.py
     )
     from .stats import (
         pass_hat_k as pass_hat_k,
+    )
+    from .stats import (
+        verifiable_gate as verifiable_gate,
     )
     from .stats import (
         wilson_interval as wilson_interval,

@@ -54,3 +54,26 @@ def paired_sign_test(a: Sequence[float], b: Sequence[float]) -> dict[str, float]
         tail = sum(math.comb(n, i) for i in range(0, min(wins_a, wins_b) + 1)) / 2**n
         p = min(1.0, 2 * tail)
     return {"mean_diff": mean(diffs), "wins_a": wins_a, "wins_b": wins_b, "ties": len(diffs) - n, "p_value": p}
+
+
+def verifiable_gate(weak_correct: int, strong_correct: int | None, attempts: int, *, weak_correct_max: float = 1,
+                    strong_correct_min: float = 3) -> tuple[bool, str, str]:
+    """Autosynth's *verifiable* acceptance of a generated task, shared by every generator that has
+    weak and strong solvers and a verifier (a domain's ``verify``, a pack's checkers).
+
+    ``weak_correct`` / ``strong_correct`` attempts of ``attempts`` each were correct; the thresholds
+    are counted of 4 attempts and scaled to ``attempts`` (defaults: weak at most 1 of 4, strong at
+    least 3 of 4). ``strong_correct`` None checks the weak gate alone (``short_circuit_strong``).
+    Returns ``(accepted, reason, rationale)``; reason is ``weak_too_strong`` (too easy) or
+    ``strong_too_weak`` (too hard, or a broken verifier), empty when accepted.
+    """
+    weak_cap, strong_need = weak_correct_max * attempts / 4, strong_correct_min * attempts / 4
+    if weak_correct > weak_cap:
+        return False, "weak_too_strong", f"weak solved {weak_correct} of {attempts} (at most {weak_cap:g} allowed)"
+    if strong_correct is None:
+        return True, "", f"weak solved {weak_correct} of {attempts}"
+    if strong_correct < strong_need:
+        return False, "strong_too_weak", (f"strong solved {strong_correct} of {attempts} "
+                                          f"(at least {strong_need:g} needed)")
+    return True, "", (f"verifiable: weak solved {weak_correct} of {attempts} (<= {weak_cap:g}), strong "
+                      f"{strong_correct} of {attempts} (>= {strong_need:g})")

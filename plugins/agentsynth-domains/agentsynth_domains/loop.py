@@ -31,7 +31,7 @@ from typing import Any
 
 import attrs
 
-from agentsynth_kernel import AgentsynthError, BudgetExceeded
+from agentsynth_kernel import AgentsynthError, BudgetExceeded, verifiable_gate
 
 from .domains import parse_json_object
 from .pii import scrub
@@ -159,19 +159,13 @@ def decide(settings: Settings, mode: str, weak: list[float], strong: list[float]
                        "gap": round(_mean(strong) - _mean(weak), 4)})
     if mode == "verifiable":
         weak_ok = sum(s >= t.pass_score for s in weak)
-        weak_cap = t.weak_correct_max * n / 4
         scores["weak_correct"] = weak_ok
-        if weak_ok > weak_cap:
-            return False, "weak_too_strong", f"weak solved {weak_ok} of {n} (at most {weak_cap:g} allowed)", scores
-        if strong is None:
-            return True, "", f"weak solved {weak_ok} of {n}", scores
-        strong_ok = sum(s >= t.pass_score for s in strong)
-        strong_need = t.strong_correct_min * n / 4
-        scores["strong_correct"] = strong_ok
-        if strong_ok < strong_need:
-            return False, "strong_too_weak", f"strong solved {strong_ok} of {n} (at least {strong_need:g} needed)", scores
-        return True, "", (f"verifiable: weak solved {weak_ok} of {n} (<= {weak_cap:g}), strong {strong_ok} of {n} "
-                          f"(>= {strong_need:g})"), scores
+        strong_ok = None if strong is None else sum(s >= t.pass_score for s in strong)
+        if strong_ok is not None and weak_ok <= t.weak_correct_max * n / 4:
+            scores["strong_correct"] = strong_ok
+        accepted, reason, rationale = verifiable_gate(weak_ok, strong_ok, n, weak_correct_max=t.weak_correct_max,
+                                                      strong_correct_min=t.strong_correct_min)
+        return accepted, reason, rationale, scores
     weak_avg, weak_max = _mean(weak), max(weak, default=0.0)
     if weak_avg > t.weak_avg_max:
         return False, "weak_too_strong", f"weak average {weak_avg:.2f} > {t.weak_avg_max}", scores

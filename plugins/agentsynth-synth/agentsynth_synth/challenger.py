@@ -55,6 +55,7 @@ from agentsynth_kernel import (
     ToolCall,
     check_pack,
     structure,
+    verifiable_gate,
 )
 
 from .core import (
@@ -571,7 +572,6 @@ async def _verifiable_round(ctx: SynthContext, item: Item, meter: Meter, text: s
         return (*screened, None, {})
     task, oracle, seed = screened.task, screened.oracle, screened.seed
     n, t = acc.attempts, acc.thresholds
-    weak_cap, strong_need = t.weak_correct_max * n / 4, t.strong_correct_min * n / 4
 
     async def attempt(who: str, i: int) -> tuple[str, int, dict[str, Any], EpisodeResult]:
         pols = strong if who == "strong" else weak
@@ -590,10 +590,12 @@ async def _verifiable_round(ctx: SynthContext, item: Item, meter: Meter, text: s
     rows = [_attempt_row(w, i, p, r) for w, i, p, r in runs]
     scores: dict[str, Any] = {"attempts": n, "weak_correct": weak_ok}
     extra: dict[str, Any] = {"attempts": rows, "scores": scores}
-    if weak_ok > weak_cap:
+    weak_passes, _, weak_why = verifiable_gate(weak_ok, None, n, weak_correct_max=t.weak_correct_max,
+                                               strong_correct_min=t.strong_correct_min)
+    if not weak_passes:
         if acc.short_circuit_strong:
             extra["short_circuited"] = True
-        return ("weak_too_strong", f"too easy: weak solvers solved {weak_ok} of {n} (at most {weak_cap:g} allowed)",
+        return ("weak_too_strong", f"too easy: {weak_why}",
                 f"weak solvers solve {weak_ok} of {n} attempts: too easy; make it need more care (more steps, exact "
                 "values read from the data)", None, extra)
     if acc.short_circuit_strong:
@@ -603,10 +605,11 @@ async def _verifiable_round(ctx: SynthContext, item: Item, meter: Meter, text: s
     strong_runs = [(p, r) for w, _, p, r in runs if w == "strong"]
     strong_ok = sum(r.passed for _, r in strong_runs)
     scores["strong_correct"] = strong_ok
-    if strong_ok < strong_need:
+    accepted, _, strong_why = verifiable_gate(weak_ok, strong_ok, n, weak_correct_max=t.weak_correct_max,
+                                              strong_correct_min=t.strong_correct_min)
+    if not accepted:
         failed = next((why_failed(r, 200) for _, r in strong_runs if not r.passed), "")
-        return ("strong_too_weak", f"too hard or broken: strong solvers solved {strong_ok} of {n} (at least "
-                f"{strong_need:g} needed): {failed}",
+        return ("strong_too_weak", f"too hard or broken: {strong_why}: {failed}",
                 f"strong solvers solve only {strong_ok} of {n} attempts ({failed}); make it solvable with the tools "
                 "and make the checkers match the request exactly", None, extra)
     pol, solution = next((p, r) for p, r in strong_runs if r.passed)
@@ -617,8 +620,7 @@ async def _verifiable_round(ctx: SynthContext, item: Item, meter: Meter, text: s
     if not replay.passed:
         return ("oracle_not_reproducible", why_failed(replay),
                 f"the reference solution does not pass: {why_failed(replay)}", None, extra)
-    rationale = (f"verifiable: weak solvers solved {weak_ok} of {n} (<= {weak_cap:g}), strong {strong_ok} of {n} "
-                 f"(>= {strong_need:g}); noop fails; the oracle replays to a pass")
+    rationale = f"{strong_why}; noop fails; the oracle replays to a pass"
     info = {"solved_by": pol.get("model", pol["type"]), "rationale": rationale, "scores": scores, "attempts": rows}
     return "accepted", "", "", Accepted(task, solution.trajectory, solution.verdicts, oracle=oracle,
                                         seed=solution.seed, trial=solution.trial,

@@ -83,4 +83,4 @@ def test_the_demo_commands_run(tmp_path):
     assert records["ch-0001"]["history"][0]["reflection"].startswith("Ask for a change")
     for synth in records.values():  # the real SQLite world decided every attempt
         assert [a["passed"] for a in synth["attempts"]] == [False] * 4 + [True] * 4
-        assert synth["rationale"].startswith("verifiable: weak solvers solved 0 of 4")
+        assert synth["rationale"].startswith("verifiable: weak solved 0 of 4")

@@ -67,7 +67,7 @@ def test_accepted_when_strong_wins_and_weak_fails(llm, seeded_pack, tmp_path):
     assert [r.task_id for r in report.accepted] == ["ch-0000"] and not report.rejected
     synth = report.accepted[0].trajectory.metadata["synth"]
     assert synth["acceptance"] == "verifiable"
-    assert synth["rationale"].startswith("verifiable: weak solvers solved 0 of 4 (<= 1), strong 4 of 4 (>= 3)")
+    assert synth["rationale"].startswith("verifiable: weak solved 0 of 4 (<= 1), strong 4 of 4 (>= 3)")
     assert synth["scores"] == {"attempts": 4, "weak_correct": 0, "strong_correct": 4}
     rows = synth["attempts"]
     assert [(a["who"], a["i"], a["passed"]) for a in rows] == [("weak", i, False) for i in range(4)] + \
@@ -97,7 +97,7 @@ def test_too_easy_is_rejected_and_the_reflection_reaches_the_next_proposal(llm, 
     report = run_generator("challenger", pack_dir, params(llm, rounds=2), run_dir=tmp_path / "run", cache=False)
     assert not report.accepted and report.rejected == {"weak_too_strong": 1}
     entry = report.per_item[0]["rejected"][0]
-    assert entry["detail"].startswith("too easy: weak solvers solved 4 of 4 (at most 1 allowed)")
+    assert entry["detail"].startswith("too easy: weak solved 4 of 4 (at most 1 allowed)")
     assert [h["reason"] for h in entry["history"]] == ["weak_too_strong", "weak_too_strong"]
     assert entry["history"][0]["reflection"] == ADVICE and "reflection" not in entry["history"][1]
     assert all(len(h["attempts"]) == 8 for h in entry["history"])
@@ -124,7 +124,7 @@ def test_too_hard_or_broken_is_rejected(llm, pack_dir):
     report = run_generator("challenger", pack_dir, params(llm, rounds=1), cache=False)
     assert not report.accepted and report.rejected == {"strong_too_weak": 1}
     entry = report.per_item[0]["rejected"][0]
-    assert entry["detail"].startswith("too hard or broken: strong solvers solved 0 of 4 (at least 3 needed)")
+    assert entry["detail"].startswith("too hard or broken: strong solved 0 of 4 (at least 3 needed)")
     assert "shape='circle', expected 'square'" in entry["detail"]
     assert llm.router.counts.get("challenger") == 1, "one round: no reflection"
 
