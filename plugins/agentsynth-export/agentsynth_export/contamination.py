@@ -40,11 +40,11 @@ import numpy as np
 from agentsynth_kernel import AgentsynthError, Answer, ToolCall
 
 from .common import CANARY_PREFIX, pack_canary, tokens
-from .dedup import _token_hashes
 
 TEXT_CHUNK_CHARS = 1 << 20  # a plain-text file is read in chunks of about 1 MB (n-grams cross lines)
+_BITMAP_SHIFT = np.uint64(42)
 MAX_LINE_CHARS = 64 << 20  # a longer JSONL line is read as text, in chunks
-BATCH_CHARS = 4 << 20  # records hashed together
+BATCH_CHARS = 1 << 20  # records hashed together (about 200k words: ~15 MB of transient memory)
 JSONL_SUFFIXES = (".jsonl", ".ndjson", ".json")
 MAX_PACK_COPY_BYTES = 200 << 20
 
@@ -52,8 +52,15 @@ MAX_PACK_COPY_BYTES = 200 << 20
 # --- n-gram hashing ------------------------------------------------------------------------------------
 
 
+def _process_hashes(words: list[str]) -> np.ndarray:
+    """64-bit hashes of words, consistent within this process (Python's own string hash, computed in
+    C; about 5x faster than a memo of stable hashes). Task and corpus n-grams are hashed in the same
+    process, and nothing hashed here is stored, so randomised string hashing changes nothing."""
+    return np.fromiter(map(hash, words), dtype=np.int64, count=len(words)).view(np.uint64)
+
+
 class NgramHasher:
-    """64-bit hashes of word n-grams: a multiply-add of the words' BLAKE2b hashes (vectorised)."""
+    """64-bit hashes of word n-grams: a multiply-add of the words' hashes (vectorised), within one process."""
 
     def __init__(self, n: int, seed: int = 11) -> None:
         if n < 1:
@@ -62,24 +69,32 @@ class NgramHasher:
         rng = np.random.default_rng(seed)
         self._mix = (rng.integers(0, 2**63, size=n, dtype=np.uint64) << np.uint64(1)) | np.uint64(1)
 
-    def hashes(self, docs: list[list[str]]) -> np.ndarray:
-        """The n-gram hashes of every doc with at least ``n`` words (uint64, not deduplicated)."""
-        n = self.n
+    def hashes(self, docs: list[list[str]], length: int | None = None) -> np.ndarray:
+        """The ``length``-gram hashes (default ``n``) of every doc with that many words (not deduplicated)."""
+        length = length or self.n
+        return self.hashes_by_length(docs, (length,))[length]
+
+    def hashes_by_length(self, docs: list[list[str]], lengths: Iterable[int]) -> dict[int, np.ndarray]:
+        """For each length (at most ``n``), the hashes of every run of that many words of each doc;
+        the words are hashed once for all lengths."""
         lens = np.fromiter((len(d) for d in docs), dtype=np.int64, count=len(docs))
         flat = [w for d in docs for w in d]
-        if len(flat) < n:
-            return np.empty(0, dtype=np.uint64)
-        th = _token_hashes(flat)
+        th = _process_hashes(flat)
         total = len(th)
-        padded = np.concatenate([th, np.zeros(n, dtype=np.uint64)])
-        comb = padded[:total] * self._mix[0]
-        for k in range(1, n):
-            comb += padded[k : k + total] * self._mix[k]
         starts = np.zeros(len(lens), dtype=np.int64)
         np.cumsum(lens[:-1], out=starts[1:])
         doc_of = np.repeat(np.arange(len(lens)), lens)
-        valid = np.arange(total, dtype=np.int64) - starts[doc_of] <= lens[doc_of] - n
-        return comb[valid]
+        pos = np.arange(total, dtype=np.int64) - starts[doc_of]
+        room = lens[doc_of] - pos  # words from each position to the end of its doc
+        padded = np.concatenate([th, np.zeros(self.n, dtype=np.uint64)])
+        out: dict[int, np.ndarray] = {}
+        comb = np.zeros(total, dtype=np.uint64)
+        wanted = set(lengths)
+        for k in range(max(wanted, default=0)):  # the L-gram hash is the (L-1)-gram hash plus one more word
+            comb += padded[k : k + total] * self._mix[k]
+            if k + 1 in wanted:
+                out[k + 1] = comb[room >= k + 1]
+        return out
 
 
 # --- the tasks' texts ------------------------------------------------------------------------------------
@@ -92,13 +107,14 @@ class TaskText:
     task_id: str
     field: str
     text: str
-    hashes: np.ndarray  # its distinct n-gram hashes (empty for a short text)
-    short: str = ""  # the normalized text, padded with spaces, when it has fewer than n words
+    hashes: np.ndarray  # its distinct n-gram hashes (a short text: the one hash of all its words)
+    length: int  # n, or the number of words of a text shorter than n (found only verbatim)
+    short: bool = False
     seen: int = 0
 
     @property
     def size(self) -> int:
-        return len(self.hashes) if not self.short else 1
+        return len(self.hashes)
 
     @property
     def overlap(self) -> float:
@@ -248,11 +264,14 @@ class ContaminationScan:
         self.canaries = canaries  # canary string -> what it marks
         self.canary_hits: dict[str, int] = dict.fromkeys(canaries, 0)
         self.any_canary = 0  # records holding any agentsynth canary
-        long = [t for t in texts if not t.short and len(t.hashes)]
-        self.keys = np.unique(np.concatenate([t.hashes for t in long])) if long else np.empty(0, dtype=np.uint64)
-        self.found = np.zeros(len(self.keys), dtype=bool)
-        self.short = [t for t in texts if t.short]
-        self.short_found: set[int] = set()
+        # per n-gram length (n, and the lengths of the short texts): the sorted keys and what was seen
+        self.keys: dict[int, np.ndarray] = {}
+        for length in sorted({t.length for t in texts}):
+            self.keys[length] = np.unique(np.concatenate([t.hashes for t in texts if t.length == length]))
+        self.found = {length: np.zeros(len(k), dtype=bool) for length, k in self.keys.items()}
+        self.bitmap = np.zeros(1 << (64 - _BITMAP_SHIFT), dtype=bool)  # 4 MB: a prefilter over every length
+        for k in self.keys.values():
+            self.bitmap[k >> _BITMAP_SHIFT] = True
         self.records = 0
         self.chars = 0
 
@@ -274,11 +293,6 @@ class ContaminationScan:
             if carry:  # the end of the record this one continues: n-grams across the cut
                 toks = carry + toks
             carry = toks[-keep:] if continues and keep else []
-            if self.short:
-                padded = " " + " ".join(toks) + " "
-                for i, t in enumerate(self.short):
-                    if i not in self.short_found and t.short in padded:
-                        self.short_found.add(i)
             batch.append(toks)
             size += len(record)
             if size >= BATCH_CHARS:
@@ -288,23 +302,42 @@ class ContaminationScan:
             self._flush(batch)
 
     def _flush(self, batch: list[list[str]]) -> None:
-        if not len(self.keys):
+        """Mark the task n-grams that occur in ``batch``: for each length, the corpus hashes go
+        through a bitmap of the tasks' hashes (one gather), and only the few that pass are looked
+        up exactly (most corpus text shares nothing with a pack)."""
+        if not self.keys:
             return
-        hashes = self.hasher.hashes(batch)
-        if not len(hashes):
+        lens = np.fromiter((len(d) for d in batch), dtype=np.int64, count=len(batch))
+        th = _process_hashes([w for d in batch for w in d])
+        total = len(th)
+        if not total:
             return
-        pos = np.searchsorted(self.keys, hashes)
-        pos[pos >= len(self.keys)] = 0
-        hit = self.keys[pos] == hashes
-        self.found[pos[hit]] = True
+        starts = np.zeros(len(lens), dtype=np.int64)
+        np.cumsum(lens[:-1], out=starts[1:])
+        doc_of = np.repeat(np.arange(len(lens)), lens)
+        room = lens[doc_of] - (np.arange(total, dtype=np.int64) - starts[doc_of])  # words left in the doc
+        padded = np.concatenate([th, np.zeros(self.n, dtype=np.uint64)])
+        comb = np.zeros(total, dtype=np.uint64)
+        mix = self.hasher._mix
+        for k in range(max(self.keys)):
+            comb += padded[k : k + total] * mix[k]
+            keys = self.keys.get(k + 1)
+            if keys is None:
+                continue
+            cand = np.flatnonzero(self.bitmap[comb >> _BITMAP_SHIFT])
+            cand = cand[room[cand] >= k + 1]
+            if not len(cand):
+                continue
+            hashes = comb[cand]
+            pos = np.searchsorted(keys, hashes)
+            pos[pos >= len(keys)] = 0
+            hit = keys[pos] == hashes
+            self.found[k + 1][pos[hit]] = True
 
     def finish(self) -> None:
         for t in self.texts:
-            if t.short:
-                t.seen = 1 if self.short.index(t) in self.short_found else 0
-            elif len(t.hashes):
-                pos = np.searchsorted(self.keys, t.hashes)
-                t.seen = int(self.found[pos].sum())
+            keys = self.keys[t.length]
+            t.seen = int(self.found[t.length][np.searchsorted(keys, t.hashes)].sum())
 
 
 # --- the report -----------------------------------------------------------------------------------------
@@ -320,11 +353,9 @@ def task_texts(pack: Any, n: int, hasher: NgramHasher) -> tuple[list[TaskText], 
             toks = tokens(clean(text))
             if not toks:
                 continue
-            if len(toks) < n:
-                texts.append(TaskText(task.id, field, text, np.empty(0, dtype=np.uint64),
-                                      short=" " + " ".join(toks) + " "))
-            else:
-                texts.append(TaskText(task.id, field, text, np.unique(hasher.hashes([toks]))))
+            length = min(n, len(toks))
+            texts.append(TaskText(task.id, field, text, np.unique(hasher.hashes([toks], length)), length,
+                                  short=length < n))
     return texts, oracles
 
 
@@ -343,7 +374,7 @@ def contamination_report(pack: Any, corpus: list[Path], *, n: int = 13, threshol
             raise AgentsynthError(f"{path}: --corpus: cannot be read: {exc}") from exc
     scan.finish()
     canary_found = scan.canary_hits[canary] > 0
-    by_task: dict[str, dict[str, Any]] = {}
+    by_task: dict[str, dict[str, TaskText]] = {}
     for t in texts:
         by_task.setdefault(t.task_id, {})[t.field] = t
     tasks = []
@@ -351,9 +382,10 @@ def contamination_report(pack: Any, corpus: list[Path], *, n: int = 13, threshol
         fields = by_task.get(task.id, {})
         row: dict[str, Any] = {"id": task.id, "split": task.split}
         for field in ("instruction", "answer"):
-            t = fields.get(field)
-            row[field] = None if t is None else {
-                "overlap": round(t.overlap, 4), "ngrams": t.size, "seen": t.seen, "verbatim_only": bool(t.short)}
+            text = fields.get(field)
+            row[field] = None if text is None else {
+                "overlap": round(text.overlap, 4), "ngrams": text.size, "seen": text.seen,
+                "verbatim_only": bool(text.short)}
         worst = max((f.overlap for f in fields.values()), default=0.0)
         row["overlap"] = round(worst, 4)
         row["canary"] = canary
@@ -403,15 +435,14 @@ def _action_data(action: Any) -> dict[str, Any]:
 def _yaml_dump(data: Any) -> str:
     import yaml
 
-    class Dumper(yaml.SafeDumper):
-        pass
+    dumper_cls: Any = type("Dumper", (yaml.SafeDumper,), {})  # a subclass, so the representer stays local
 
-    def text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    def text(dumper: Any, value: str) -> Any:
         style = "|" if "\n" in value else None
         return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
-    Dumper.add_representer(str, text)
-    return yaml.dump(data, Dumper=Dumper, sort_keys=False, allow_unicode=True, width=110)
+    dumper_cls.add_representer(str, text)
+    return str(yaml.dump(data, Dumper=dumper_cls, sort_keys=False, allow_unicode=True, width=110))
 
 
 async def _play(host: Any, pack: Any, task: Any, actions: list[Any], seed: int, timeout: float) -> Any:

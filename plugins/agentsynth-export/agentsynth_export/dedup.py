@@ -33,7 +33,7 @@ from agentsynth_kernel import AgentsynthError, EpisodeResult
 from .common import CANARY_PREFIX, normalize, result_text, tokens
 
 _MASK32 = np.uint64(0xFFFFFFFF)
-_trapezoid = getattr(np, "trapezoid", None) or np.trapz  # numpy < 2
+_trapezoid: Any = getattr(np, "trapezoid", None) or getattr(np, "trapz")  # noqa: B009 - numpy < 2
 _SHIFT32 = np.uint64(32)
 
 
@@ -43,17 +43,29 @@ _TOKEN_CACHE: dict[str, int] = {}
 def _token_hashes(words: list[str]) -> np.ndarray:
     """Stable 64-bit hashes of words (BLAKE2b, memoised; lookups run in C via ``itemgetter``)."""
     cache = _TOKEN_CACHE
-    missing = set(words).difference(cache.keys())
-    if missing:
-        if len(cache) + len(missing) > 2_000_000:
-            cache.clear()
-            missing = set(words)
-        blake = hashlib.blake2b
-        for w in missing:
-            cache[w] = int.from_bytes(blake(w.encode(), digest_size=8).digest(), "little")
     if len(words) < 2:  # itemgetter of one key returns the value, not a tuple
+        _remember(words, cache)
         return np.fromiter(map(cache.__getitem__, words), dtype=np.uint64, count=len(words))
-    return np.array(operator.itemgetter(*words)(cache), dtype=np.uint64)  # one C call: ~25 % faster than map
+    get = operator.itemgetter(*words)
+    try:  # every word seen before: one C call, no set of the batch's words
+        return np.array(get(cache), dtype=np.uint64)
+    except KeyError:
+        _remember(words, cache)
+        return np.array(get(cache), dtype=np.uint64)
+
+
+def _remember(words: list[str], cache: dict[str, int]) -> None:
+    unique = set(words)
+    # not set.difference(cache.keys()): that walks the whole cache (up to 2M words) on every call
+    missing = [w for w in unique if w not in cache]
+    if not missing:
+        return
+    if len(cache) + len(missing) > 2_000_000:
+        cache.clear()
+        missing = list(unique)
+    blake = hashlib.blake2b
+    for w in missing:
+        cache[w] = int.from_bytes(blake(w.encode(), digest_size=8).digest(), "little")
 
 
 def exact_hash(text: str) -> int:
@@ -374,7 +386,7 @@ class ShingleStore:
             return
         if self._file is None:
             self._file = tempfile.TemporaryFile(prefix="agentsynth-shingles-", dir=self.spill_dir, buffering=0)
-        view = memoryview(np.ascontiguousarray(data, dtype=np.uint64)).cast("B")
+        view = np.ascontiguousarray(data, dtype=np.uint64).view(np.uint8).data
         fd = self._file.fileno()
         written = 0
         while written < len(view):
@@ -446,7 +458,8 @@ class LSHDeduper:
 
     def band_keys(self, sigs: np.ndarray) -> np.ndarray:
         used = sigs[:, : self.bands * self.rows].astype(np.uint64).reshape(len(sigs), self.bands, self.rows)
-        return (used * self._band_mix).sum(axis=2, dtype=np.uint64)
+        keys: np.ndarray = (used * self._band_mix).sum(axis=2, dtype=np.uint64)
+        return keys
 
     def _store_sigs(self, sigs: np.ndarray) -> None:
         need = self.count + len(sigs)
