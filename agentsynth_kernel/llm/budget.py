@@ -150,6 +150,10 @@ class BudgetLedger:
                 self.journal.settle_spend(res.journal_entry, tokens, cost)
             if self.limited and res.completion_allowance is not None and (tokens > res.tokens or cost > res.pico):
                 self.overruns += 1
+        self._wake()
+
+    def _wake(self) -> None:
+        with self._lock:
             waiting = list(self._changed.items())
         if not waiting:
             return
@@ -168,4 +172,12 @@ class BudgetLedger:
         with self._lock:
             self.spent_tokens += tokens
             self.spent_pico += to_pico(usd)
+
+    def refund(self, tokens: int = 0, pico: int = 0) -> None:
+        """Take back part of a charge: an earlier session's request was counted at its worst case
+        and has now been settled at what it really cost (a resumed provider batch)."""
+        with self._lock:
+            self.spent_tokens = max(0, self.spent_tokens - max(0, tokens))
+            self.spent_pico = max(0, self.spent_pico - max(0, pico))
+        self._wake()
 

@@ -8,7 +8,7 @@ import os
 import random
 import time
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +17,9 @@ import attrs
 from ..errors import AgentsynthError, BudgetExceeded
 from ..records import ToolSpec, Usage
 from ..secrets import redact_text, remember
-from .budget import PICO, BudgetLedger
+from .batch import ANTHROPIC_BASE as _ANTHROPIC_BASE
+from .batch import Batcher, BatchItem, BatchJournal, BatchSettings, Protocol, Resumed, protocol_for
+from .budget import PICO, BudgetLedger, Reservation, to_pico
 from .cache import ResponseCache, default_cache_dir, key_encoder
 from .errors import Fatal, LLMError, Retryable
 from .fast import FastTransport
@@ -34,6 +36,7 @@ class _LoopState:
     sem: asyncio.Semaphore
     limiter: RateLimiter | None
     fast: FastTransport | None = None
+    batchers: dict[BatchSettings, Batcher] = attrs.field(factory=dict)
 
 
 _OPTIONAL_PARAMS = ("temperature", "top_p", "stop", "seed", "tool_choice", "parallel_tool_calls", "response_format",
@@ -75,6 +78,11 @@ class LLMClient:
             reserving budget; 1.0 (the default) is a safe upper bound for BPE tokenizers.
         http_backend: ``aiohttp`` (default when installed) or ``httpx`` for the fast path
             (also ``$AGENTSYNTH_LLM_HTTP``).
+        batch: send requests through the providers' batch APIs (see :mod:`agentsynth_kernel.llm.batch`
+            and docs/llm-batch.md): ``True``, ``"openai"``/``"anthropic"``, or a mapping of
+            :class:`BatchSettings` fields; default ``$AGENTSYNTH_LLM_BATCH``, else off.
+        batch_journal: where batch ids are kept for resume (default: ``batch.journal``, else
+            ``batches.sqlite`` beside the cache; :func:`client_for` uses the run directory).
     """
 
     def __init__(
@@ -99,6 +107,8 @@ class LLMClient:
         max_tokens: int = 4096,
         prompt_bytes_per_token: float = 1.0,
         http_backend: str | None = None,
+        batch: BatchSettings | Mapping[str, Any] | bool | str | None = None,
+        batch_journal: str | Path | None = None,
     ) -> None:
         self.model, self.api_base, self.transport = model, api_base, transport
         self._api_key, self.api_key_env = api_key, api_key_env
@@ -119,6 +129,9 @@ class LLMClient:
         self.prompt_bytes_per_token = prompt_bytes_per_token
         self.http_backend = http_backend or os.environ.get("AGENTSYNTH_LLM_HTTP", "auto")
         self.stats = LLMStats()
+        self.batch = BatchSettings.parse(batch, "batch") if batch is not None else BatchSettings.from_env()
+        self.batch_journal_path = Path(batch_journal) if batch_journal is not None else None
+        self._batch_journals: dict[Path | None, BatchJournal] = {}
         # connection pools, the concurrency semaphore and the rate limiter belong to one event loop;
         # a client used from several loops (asyncio.run twice, a sync judge on a worker thread) has one
         # set per loop, while the budget, cache and stats stay shared
@@ -185,6 +198,7 @@ class LLMClient:
         cache: bool = True,
         cache_salt: str | None = None,
         headers: Mapping[str, str] | None = None,
+        batch: BatchSettings | Mapping[str, Any] | bool | str | None = None,
         **params: Any,
     ) -> LLMResponse:
         """One chat completion (with tools, OpenAI shapes) through cache, limits, budget and retries.
@@ -194,6 +208,7 @@ class LLMClient:
         sampled at temperature > 0). Other ``params`` (``tool_choice``, ``top_p``, ``seed``,
         ``stop``, ``response_format`` ...) are sent as given. ``headers`` are extra HTTP headers
         (e.g. OpenRouter's ``HTTP-Referer``); like keys, they are not part of the cache key.
+        ``batch`` overrides the client's batch setting for this call (``False``: send it directly).
 
         Raises LLMError (provider failure after retries), BudgetExceeded (the cap is reached).
         """
@@ -215,6 +230,9 @@ class LLMClient:
             request[cap_key] = max_tokens
         request.update({k: v for k, v in params.items() if v is not None})
 
+        settings = self.batch if batch is None else BatchSettings.parse(batch, "complete(batch=...)")
+        protocol_name = protocol_for(route, settings) if settings is not None else None
+
         key = None
         if cache and self.cache is not None:
             key = self.cache_key(request, route, cache_salt)
@@ -225,7 +243,20 @@ class LLMClient:
                 hit.original_usage, hit.usage = hit.usage, Usage(0, 0, 0.0, 0)
                 return hit
 
-        price = price_for(model, self.prices)
+        price = price_for(model, self.prices, batch=protocol_name is not None)
+        protocol: Protocol | None = None
+        batch_key = ""
+        if settings is not None and protocol_name is not None:
+            batch_key = key or self.cache_key(request, route, cache_salt)
+            key_value = self._batch_key_for(route, protocol_name, api_key, api_key_env)
+            protocol = self._batcher(settings).protocol(protocol_name, self._batch_base(route, protocol_name, settings),
+                                                        key_value, headers)
+            found = self._batcher(settings).claim(batch_key)
+            if found is not None:  # an earlier session's batch has (or will have) the answer
+                response = await self._complete_resumed(settings, found, protocol, price)
+                if key is not None and self.cache is not None:
+                    self.cache.put(key, response)
+                return response
         prompt_estimate = self._estimate_prompt_tokens(request)
         completion_cap = max_tokens if max_tokens is not None else self.max_tokens
         try:
@@ -236,7 +267,17 @@ class LLMClient:
         send = request
         if reservation.completion_allowance is not None and reservation.completion_allowance != max_tokens:
             send = {**request, cap_key: reservation.completion_allowance}
-        key_value = self._key_for(route, api_key, api_key_env)
+        if protocol is not None:
+            key_value = protocol.api_key
+        else:
+            key_value = self._key_for(route, api_key, api_key_env)
+        if protocol is not None and key_value is None and protocol.base in (_ANTHROPIC_BASE,
+                                                                             OPENAI_COMPATIBLE["openai"][0]):
+            self.ledger.settle(reservation, 0, 0.0)
+            self.stats.failures += 1
+            env = api_key_env or self.api_key_env or route.key_env or "ANTHROPIC_API_KEY"
+            raise LLMError(f"{model}: no API key for the batch API: set {env} in the environment",
+                           reason="no_key", model=model)
         if key_value is None and route.transport == "openai" and route.key_env and \
                 route.api_base == (OPENAI_COMPATIBLE.get(route.provider) or (None,))[0]:
             self.ledger.settle(reservation, 0, 0.0)
@@ -246,8 +287,13 @@ class LLMClient:
                            "api_key_env:)", reason="no_key", model=model)
         settled = False
         sent: list[bool] = []  # gets an entry when an attempt leaves
+        after_settle: list[Callable[[], None]] = []
         try:
-            response, has_usage = await self._send(route, send, key_value, headers, sent)
+            if protocol is not None and settings is not None:
+                response, has_usage = await self._batch_send(settings, protocol, route, send, batch_key,
+                                                             reservation, sent, after_settle)
+            else:
+                response, has_usage = await self._send(route, send, key_value, headers, sent)
             tokens = response.usage.prompt_tokens + response.usage.completion_tokens
             cost = None
             if price is not None:
@@ -258,6 +304,8 @@ class LLMClient:
             else:
                 self.ledger.settle(reservation, tokens, cost if cost is not None else 0.0)
             settled = True
+            for mark in after_settle:
+                mark()
             response.usage = Usage(response.usage.prompt_tokens, response.usage.completion_tokens, cost,
                                    response.attempts)
             self.stats.prompt_tokens += response.usage.prompt_tokens
@@ -268,6 +316,11 @@ class LLMClient:
                 self.stats.cost_usd += cost
         except asyncio.CancelledError:
             if sent:  # it may have been processed: count the worst case, never less
+                self.ledger.settle(reservation, reservation.tokens, None)
+                settled = True
+            raise
+        except LLMError as exc:
+            if exc.billed_unknown:  # no answer, but it may have been processed: the worst case
                 self.ledger.settle(reservation, reservation.tokens, None)
                 settled = True
             raise
@@ -330,6 +383,120 @@ class LLMClient:
                 self.stats.retry_reasons[exc.reason] = self.stats.retry_reasons.get(exc.reason, 0) + 1
                 await asyncio.sleep(self._backoff(attempt - 1, exc.retry_after))
 
+    # --- provider batches ------------------------------------------------------------------------
+
+    def _journal(self, settings: BatchSettings) -> BatchJournal:
+        path = Path(settings.journal).expanduser() if settings.journal else self.batch_journal_path
+        if path is None and self.cache is not None:
+            path = self.cache.directory / "batches.sqlite"
+        journal = self._batch_journals.get(path)
+        if journal is None:
+            journal = self._batch_journals[path] = BatchJournal.open(path)
+        return journal
+
+    def _batcher(self, settings: BatchSettings) -> Batcher:
+        """This loop's batcher for ``settings`` (one per distinct setting)."""
+        state = self._state()
+        batcher = state.batchers.get(settings)
+        if batcher is None:
+            batcher = state.batchers[settings] = Batcher(
+                settings, self._journal(settings), max_retries=self.max_retries, backoff=self._backoff,
+                timeout=self.timeout, connect_timeout=self.connect_timeout, default_max_tokens=self.max_tokens,
+                on_submit=self._count_batch)
+        return batcher
+
+    def _count_batch(self, n: int) -> None:
+        self.stats.batches += 1
+        self.stats.batch_requests += n
+
+    def _batch_base(self, route: Route, protocol: str, settings: BatchSettings) -> str:
+        if settings.api_base:
+            return settings.api_base.rstrip("/")
+        if protocol == "anthropic":
+            return (route.api_base or _ANTHROPIC_BASE).rstrip("/")
+        if route.api_base is None:
+            raise AgentsynthError(f"model {route.model!r}: the batch API needs an api_base")
+        return route.api_base
+
+    def _batch_key_for(self, route: Route, protocol: str, api_key: str | None, api_key_env: str | None) -> str | None:
+        if protocol == "anthropic" and not (api_key or self._api_key or api_key_env or self.api_key_env):
+            key = os.environ.get("ANTHROPIC_API_KEY")
+            remember(key)
+            return key
+        return self._key_for(route, api_key, api_key_env)
+
+    async def _batch_send(self, settings: BatchSettings, protocol: Protocol, route: Route, request: dict[str, Any],
+                          key: str, reservation: Reservation, sent: list[bool],
+                          after_settle: list[Callable[[], None]]) -> tuple[LLMResponse, bool]:
+        """Queue one request for its provider batch and wait for its answer."""
+        batcher = self._batcher(settings)
+        journal = self.ledger.journal
+        future: asyncio.Future[tuple[LLMResponse, bool]] = asyncio.get_running_loop().create_future()
+        item = BatchItem(key[:64], key, request, future, spend_store=_store_id(journal),
+                         spend_entry=reservation.journal_entry, tokens=reservation.tokens, pico=reservation.pico)
+        started = time.perf_counter()
+        model = route.wire_model
+        if protocol.name == "anthropic" and route.transport == "litellm" and model.startswith("anthropic/"):
+            model = model.removeprefix("anthropic/")  # litellm's name for it; the API wants the bare one
+        batcher.add(protocol, model, item)
+        sent.append(True)
+        try:
+            response, has_usage = await future
+        except LLMError:
+            self.stats.failures += 1
+            raise
+        response.latency_s = time.perf_counter() - started
+        after_settle.append(lambda: batcher.journal.settled(item.batch_id, item.custom_id))
+        return response, has_usage
+
+    async def _complete_resumed(self, settings: BatchSettings, found: Resumed, protocol: Protocol,
+                                price: tuple[float, float] | None) -> LLMResponse:
+        """Answer a request from an earlier session's batch; its spend was reserved (and journaled)
+        then: settle that entry now instead of reserving again."""
+        batcher = self._batcher(settings)
+        self.stats.batch_resumed += 1
+        started = time.perf_counter()
+        try:
+            response, has_usage = await batcher.resume(found, protocol.api_key, protocol.extra_headers)
+        except LLMError:
+            self.stats.failures += 1
+            self._settle_earlier(batcher, found, 0, 0)  # a failed batch request is not billed
+            raise
+        cost = None
+        if price is not None:
+            cost = response.usage.prompt_tokens * price[0] + response.usage.completion_tokens * price[1]
+        tokens = response.usage.prompt_tokens + response.usage.completion_tokens
+        if has_usage:
+            self._settle_earlier(batcher, found, tokens, to_pico(cost) if cost is not None else 0)
+        else:
+            self.stats.usage_missing += 1
+            self._settle_earlier(batcher, found, found.tokens, found.pico)
+        response.usage = Usage(response.usage.prompt_tokens, response.usage.completion_tokens, cost, 1)
+        response.latency_s = time.perf_counter() - started
+        self.stats.prompt_tokens += response.usage.prompt_tokens
+        self.stats.completion_tokens += response.usage.completion_tokens
+        if cost is None:
+            self.stats.cost_unknown += 1
+        else:
+            self.stats.cost_usd += cost
+        return response
+
+    def _settle_earlier(self, batcher: Batcher, found: Resumed, tokens: int, pico: int) -> None:
+        if found.settled:  # an earlier session settled it already: it is in the run's spend as it is
+            return
+        journal = self.ledger.journal
+        same = journal is not None and found.spend_entry is not None and found.spend_store is not None \
+            and found.spend_store == _store_id(journal)
+        if same:  # counted at its worst case when this session started: settle, give back the rest
+            assert journal is not None and found.spend_entry is not None
+            journal.settle_spend(found.spend_entry, tokens, pico)
+            refund = getattr(self.ledger, "refund", None)
+            if refund is not None:
+                refund(found.tokens - tokens, found.pico - pico)
+        else:  # this session never counted it
+            self.ledger.charge(tokens, pico / PICO)
+        batcher.journal.settled(found.batch_id, found.custom_id)
+
     def complete_sync(self, messages: Sequence[Mapping[str, Any]], **kwargs: Any) -> LLMResponse:
         """:meth:`complete` for code without an event loop (scripts, notebooks)."""
         return asyncio.run(self.complete(messages, **kwargs))
@@ -342,6 +509,10 @@ class LLMClient:
             state.fast = state_fast
         if fast is not None:
             await fast.aclose()
+        if state is not None:
+            batchers, state.batchers = state.batchers, {}
+            for batcher in batchers.values():
+                await batcher.aclose()
 
     async def __aenter__(self) -> LLMClient:
         return self
@@ -357,6 +528,12 @@ SERVICE_KEY = "llm"
 # one ledger of a run whose episodes execute on remote workers lives with the driver
 LEDGER_KEY = "llm.ledger"
 _default_client: LLMClient | None = None
+
+
+def _store_id(journal: Any) -> str | None:
+    """Which spend journal an entry id belongs to (the run store's file)."""
+    path = getattr(journal, "path", None)
+    return str(path) if path is not None else None
 
 
 def client_for(run: Any = None, **options: Any) -> LLMClient:
@@ -376,6 +553,12 @@ def client_for(run: Any = None, **options: Any) -> LLMClient:
         budget = getattr(getattr(run, "spec", None), "budget", None)
         options.setdefault("budget_usd", getattr(budget, "usd", None))
         options.setdefault("budget_tokens", getattr(budget, "tokens", None))
+        llm_settings = getattr(getattr(run, "spec", None), "llm", None)  # a spec's `llm: {batch: ...}`
+        if options.get("batch") is None and getattr(llm_settings, "batch", None) is not None:
+            options["batch"] = llm_settings.batch  # type: ignore[union-attr]
+        run_dir = getattr(run, "run_dir", None)
+        if run_dir is not None:  # batch ids live with the run, so a resume finds them
+            options.setdefault("batch_journal", Path(run_dir) / "llm-batches.sqlite")
         client = services[SERVICE_KEY] = LLMClient(**options)
         shared = services.get(LEDGER_KEY)
         if shared is not None:  # a remote executor's worker: the run's ledger is the driver's

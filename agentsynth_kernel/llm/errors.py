@@ -11,14 +11,17 @@ class LLMError(AgentsynthError):
 
     ``agentsynth_error_kind = "provider"`` tells the engine who failed; ``status`` is the last HTTP
     status (None for timeouts and connection errors), ``attempts`` how many times it was sent.
+    ``billed_unknown``: the request may have been processed (and billed) although no answer came
+    back (a batch cancelled after ``max_wait_s``): its whole reservation is charged.
     """
 
     agentsynth_error_kind = "provider"
 
     def __init__(self, message: str, *, status: int | None = None, attempts: int = 0, reason: str = "",
-                 model: str = "") -> None:
+                 model: str = "", billed_unknown: bool = False) -> None:
         super().__init__(message)
         self.status, self.attempts, self.reason, self.model = status, attempts, reason, model
+        self.billed_unknown = billed_unknown
 
 
 class BudgetUnenforceable(BudgetExceeded):

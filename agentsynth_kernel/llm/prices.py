@@ -32,12 +32,14 @@ def _price_table() -> dict[str, Any]:
     return _PRICE_TABLE
 
 
-def price_for(model: str, prices: Mapping[str, Any] | None = None) -> tuple[float, float] | None:
+def price_for(model: str, prices: Mapping[str, Any] | None = None, *, batch: bool = False,
+              ) -> tuple[float, float] | None:
     """USD per (prompt token, completion token) for ``model``, or None if unknown.
 
     ``prices`` (``{model: (input_per_token, output_per_token)}`` or ``{model: {"input": ...,
     "output": ...}}``) wins over litellm's table, which is looked up as ``provider/name``, then
-    ``name``. A ``local`` model (served on this machine) costs nothing.
+    ``name``. A ``local`` model (served on this machine) costs nothing. ``batch``: the price of the
+    provider's batch API where the table has one (else the normal price, an upper bound).
     """
     provider, sep, rest = model.partition("/")
     if provider == "local" and not (prices and model in prices):
@@ -53,6 +55,9 @@ def price_for(model: str, prices: Mapping[str, Any] | None = None) -> tuple[floa
     for name in candidates:
         entry = table.get(name)
         if isinstance(entry, dict) and "input_cost_per_token" in entry:
+            if batch and "input_cost_per_token_batches" in entry:
+                return (float(entry.get("input_cost_per_token_batches") or 0.0),
+                        float(entry.get("output_cost_per_token_batches") or entry.get("output_cost_per_token") or 0.0))
             return float(entry.get("input_cost_per_token") or 0.0), float(entry.get("output_cost_per_token") or 0.0)
     return None
 

@@ -65,6 +65,9 @@ class LLMStats:
     cost_usd: float = 0.0  # known costs only
     cost_unknown: int = 0  # responses whose cost is unknown
     usage_missing: int = 0  # responses without a usage block (charged at their reservation)
+    batches: int = 0  # provider batches submitted
+    batch_requests: int = 0  # requests sent in them
+    batch_resumed: int = 0  # requests answered by a batch an earlier session submitted
 
     def to_dict(self) -> dict[str, Any]:
         return attrs.asdict(self)
