@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     import click
 
     from .engine import RunInfo
-    from .records import EpisodeResult
+    from .records import EpisodeResult, Trajectory
     from .spec import Pack, RunSpec, Task
     from .testing.adversarial import Exploit, PerturbedTask
 
@@ -310,6 +310,39 @@ def scaffold_pack(name: str, directory: Path, environment: str | None, schema: P
             (directory / "pack.yaml").write_text(render_pack(name, schema))
             (directory / "oracle.py").write_text(render_oracle(schema))
             return [directory / "pack.yaml", directory / "oracle.py"]
+    """
+
+
+@hookspec(firstresult=True)
+def checks_from_demo(environment: str, world: Any, trajectory: Trajectory) -> dict[str, Any] | None:
+    """State checks for exactly what a demonstration changed, for ``agentsynth pack new NAME
+    --from-demo FILE``: the kernel built a fresh world of type ``environment`` (``world`` is the
+    object the plugin's factory returned), reset it and ran the demonstration's actions in it
+    (``trajectory``); the world is not closed yet. Diff its end state against its start state and
+    return ``None`` for worlds of other plugins (``firstresult``), else a mapping:
+
+    - ``changes`` (int): how many changes the end state has against the start state;
+    - ``checkers`` (list of checker specs ``{"type": NAME, ...}``): checks that pass on this end
+      state and fail when a change is missing, made differently or made more broadly (values
+      checked exactly, not counts); with no change, the checks that nothing changed;
+    - ``environment`` (mapping, optional): task-level environment parameters the checks need
+      (e.g. the changes the task may make);
+    - ``summary``, ``notes`` (lists of str, optional): one line per change, and remarks, shown to the user.
+
+    The kernel refuses a demonstration that changes nothing and gives no answer (its checks
+    would pass a no-op), plays the actions twice and refuses checks that differ, and checks that
+    the pack's oracle passes them and ``noop`` does not. Raise ``ValueError`` for a change the
+    plugin cannot write a check for. Called synchronously, on the thread that played the world.
+
+    Example::
+
+        @hookimpl
+        def checks_from_demo(environment, world, trajectory):
+            if environment != "kv":
+                return None
+            changed = {k: v for k, v in world.data.items() if world.initial.get(k) != v}
+            return {"changes": len(changed),
+                    "checkers": [{"type": "kv_equals", "key": k, "value": v} for k, v in changed.items()]}
     """
 
 

@@ -76,12 +76,24 @@ ORACLE = {
 @click.option("--env", "environment", metavar="TYPE", help="The environment type (default: the installed scaffolder).")
 @click.option("--dir", "parent", type=click.Path(path_type=Path, file_okay=False), default=Path("."),
               show_default=True, help="Create the pack directory inside this directory.")
-def new(name: str, schema: Path | None, environment: str | None, parent: Path) -> None:
-    """Create pack NAME: a skeleton with an oracle stub, or starter tasks from --from-schema."""
+@click.option("--from-demo", "demo", metavar="FILE|RUN_DIR/TASK[/TRIAL]",
+              help="Record of a demonstration (YAML, or a run's stored episode): its actions run in a fresh world "
+                   "and the pack checks exactly what they changed, with an oracle that replays them.")
+@click.option("-o", "--out", type=click.Path(path_type=Path, file_okay=False), default=None,
+              help="With --from-demo: the pack directory to write (default: DIR/NAME).")
+def new(name: str, schema: Path | None, environment: str | None, parent: Path, demo: str | None,
+        out: Path | None) -> None:
+    """Create pack NAME: a skeleton with an oracle stub, starter tasks from --from-schema, or the
+    checks and oracle of a recorded demonstration (--from-demo)."""
     from ..errors import AgentsynthError
     from ..plugins import get_host
     from ..spec import _ID_RE
 
+    if demo is not None or out is not None:
+        from .pack_demo import new_from_demo_option
+
+        new_from_demo_option(name, demo, out, parent=parent, schema=schema, environment=environment)
+        return
     if not _ID_RE.match(name):
         raise AgentsynthError(f"{name!r} is not a valid pack name (letters, digits, '_', '-', '.')")
     directory = parent / name
