@@ -86,6 +86,11 @@ def register_environments(register: Register) -> None:
 def register_checkers(register: Register) -> None:
     """Register :class:`~agentsynth_kernel.components.Checker` factories.
 
+    Every task needs a checker that reads the world's end state (``pack validate``'s
+    ``world-state-checkers`` gate): a checker class says whether it does with a ``world_state``
+    attribute, or ``world_state_for(params)`` when that depends on its keys; a plugin checker that
+    says nothing counts as reading the world. See :func:`~agentsynth_kernel.validation.is_world_state`.
+
     Example::
 
         @hookimpl

@@ -22,7 +22,9 @@ _ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
 class ComponentSpec:
     """``{type: NAME, ...params}`` in YAML (or just ``NAME``): which component, built with what."""
 
+    # The registered name of the component (`agentsynth plugins` lists them).
     type: str
+    # Everything else in the mapping: the component's own keys (see its page).
     params: dict[str, Any] = attrs.field(factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -33,7 +35,9 @@ class ComponentSpec:
 class Budget:
     """A hard cap on what the run may spend; ``None`` = no cap."""
 
+    # Dollars the run's LLM calls may cost.
     usd: float | None = None
+    # Tokens (prompt + completion) the run's LLM calls may use.
     tokens: int | None = None
 
 
@@ -62,13 +66,22 @@ class UserSpec:
 class Task:
     """One task of a pack: an instruction for the agent and checkers on the world's end state."""
 
+    # Unique within the pack: a letter or digit, then letters, digits, `_`, `.`, `-`. Results and
+    # `only:` name tasks by it.
     id: str
+    # What the agent is asked to do (its first user message).
     instruction: str
+    # Checkers of this task, run after the pack-wide ones; all must pass.
     checkers: list[ComponentSpec] = attrs.field(factory=list)
+    # `train` or `test`; a run selects one with `split:`.
     split: str = "test"
+    # A free label (a name or a number: `easy`, `3`) that reports group results by.
     tier: str = ""
+    # Keys merged over the pack's `environment:` for this task (may change `type:`).
     environment: dict[str, Any] = attrs.field(factory=dict)
+    # This task's step limit (default: the run's `max_steps`).
     max_steps: int | None = None
+    # Free data for checkers, generators and exporters; not shown to the agent.
     metadata: dict[str, Any] = attrs.field(factory=dict)
     # a multi-turn task: the instruction is the user's opening message, and this user answers
     user: UserSpec | None = None
@@ -82,14 +95,24 @@ class Pack:
     mapping is merged over them. ``checkers`` here apply to every task.
     """
 
+    # The pack's name in results, reports and run directory names (the same characters as a task
+    # id).
     id: str
+    # The tasks (at least one), each as below.
     tasks: list[Task]
+    # The world every task runs in; a task's `environment:` is merged over it.
     environment: ComponentSpec | None = None
+    # One line about the pack, for people and reports.
     description: str = ""
+    # Travels with every result (with the pack's content hash).
     version: str = "1"
+    # The oracle file, relative to pack.yaml (default: `oracle.py` next to it).
     oracle: str | None = None
+    # The system message the agent gets in every task.
     system_prompt: str = ""
+    # Checkers applied to every task, before the task's own.
     checkers: list[ComponentSpec] = attrs.field(factory=list)
+    # Free data for plugins and exporters.
     metadata: dict[str, Any] = attrs.field(factory=dict)
     # A pack over a world with no state to read (a stateless server, a Q&A API) declares that its
     # tasks are checked on the answer: `pack validate` then accepts answer checkers alone, and the
@@ -133,22 +156,40 @@ class RunSpec:
     ``environment``. Each selected task runs ``trials`` times.
     """
 
+    # The agent: a policy (`noop` when `generate:` is given).
     policy: ComponentSpec
+    # A registered pack name or a path (file or directory), relative to the spec's folder.
     pack: str | None = None
+    # Inline tasks instead of a pack (then `environment:` is needed).
     tasks: list[Task] | None = None
+    # The environment of inline tasks (not with `pack:`).
     environment: ComponentSpec | None = None
+    # The oracle file of inline tasks.
     oracle: str | None = None
+    # The run's name (default: the spec file's stem).
     name: str = ""
+    # Which tasks run: `train`, `test` or `all`.
     split: str = "all"
+    # Run only these task ids (in pack order).
     only: list[str] = attrs.field(factory=list)
+    # Episodes per task (pass^k over the trials).
     trials: int = 1
+    # The run's seed; each episode's seed is derived from it, the task id and the trial, the same on
+    # every machine.
     seed: int = 0
+    # Episodes at once.
     concurrency: int = 4
+    # Seconds an episode may take; then it is an `error` of kind `timeout`.
     timeout: float = 300.0
+    # Steps an episode may take (a task's `max_steps` overrides it).
     max_steps: int = 30
+    # A judge scoring every trajectory (its scores go to `scores`).
     judge: ComponentSpec | None = None
+    # Exporters writing the results; each needs `path:`.
     export: list[ComponentSpec] = attrs.field(factory=list)
+    # A hard cap on spending; the run stops when it is reached (see `budget:` below).
     budget: Budget = attrs.field(factory=Budget)
+    # Where the run store and report go (default: `runs/<time>-<pack>-<policy>`).
     run_dir: str | None = None
     # A generation spec: the named generator synthesises new tasks / trajectories from the pack
     # (the policy, if given, is its default teacher); the plugin that registered it runs it.
