@@ -22,7 +22,7 @@ import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import attrs
 import importlib_metadata
@@ -37,8 +37,11 @@ ENTRY_POINT_GROUP = "agentsynth"
 KERNEL_DISTRIBUTION = "agentsynth"
 ESSENTIAL_PLUGINS = ("builtins",)
 
+# what a plugin registers (``Registration.kind``, the ``<kind>`` of ``register_<kind>s``)
+ComponentKind = Literal["environment", "checker", "policy", "judge", "generator", "exporter", "importer",
+                        "executor", "domain", "pack"]
 # kind -> the hook that registers it
-KINDS: dict[str, str] = {
+KINDS: dict[ComponentKind, str] = {
     "environment": "register_environments",
     "checker": "register_checkers",
     "policy": "register_policies",
@@ -57,7 +60,7 @@ OBSERVER_HOOKS = ("run_started", "episode_finished", "run_finished")
 class Registration:
     """One registered component: what a ``type:`` name resolves to."""
 
-    kind: str
+    kind: ComponentKind
     name: str
     factory: Any  # a callable for components, a Path for packs
     plugin: str
@@ -220,7 +223,7 @@ class PluginHost:
                 info.errors.append(f"{hook} raised {type(exc).__name__}: {exc}")
                 log.warning("agentsynth plugin %r: %s raised %s", plugin_name, hook, exc)
 
-    def _make_register(self, kind: str, plugin_name: str, info: PluginInfo) -> Callable[..., None]:
+    def _make_register(self, kind: ComponentKind, plugin_name: str, info: PluginInfo) -> Callable[..., None]:
         entries = self.registry[kind]
 
         def register(

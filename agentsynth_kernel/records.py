@@ -8,6 +8,7 @@ importers). Evolve them only by adding fields *with defaults*, and bump
 from __future__ import annotations
 
 import json
+import typing
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any, Literal, TypeVar
@@ -147,10 +148,15 @@ class Trajectory(msgspec.Struct, omit_defaults=True):
 class Verdict(msgspec.Struct, omit_defaults=True):
     """A checker's decision, read from the world's end state."""
 
+    # The checker's name (its `type:`, or the `name:` it was given).
     checker: str
+    # The decision; a task passes when every one of its checkers' verdicts passed.
     passed: bool
+    # Partial credit in [0, 1] (exported as a reward); `passed` decides pass/fail.
     score: float = 0.0
+    # Why, for a person: what was found versus what was expected.
     detail: str = ""
+    # Structured evidence (JSON-serialisable) for reports and exporters.
     data: Any = None
 
 
@@ -158,15 +164,29 @@ class Verdict(msgspec.Struct, omit_defaults=True):
 # that nothing checked it (unverified: a trace imported from elsewhere); decoding validates it
 Status = Literal["passed", "failed", "error", "unverified"]
 
+# Who failed, when an episode ended in an error ("" when none did; "agent" for a failed episode).
+# The kernel's stages (environment, checker, policy, judge, user), a declared kind of an exception
+# (``agentsynth_error_kind``: provider from the LLM client, verifier from a learned judge ...),
+# timeout and budget. Decoding validates it, so a plugin that declares a kind of its own must add it
+# here (an exception declaring another kind is attributed to the stage that raised it).
+ErrorKind = Literal["", "agent", "environment", "checker", "policy", "judge", "user", "provider", "verifier",
+                    "timeout", "budget"]
+ERROR_KINDS: frozenset[str] = frozenset(typing.get_args(ErrorKind))
+
+
+def is_error_kind(value: object) -> typing.TypeGuard[ErrorKind]:
+    """Whether ``value`` (e.g. an exception's ``agentsynth_error_kind``) is one of the ErrorKind values."""
+    return isinstance(value, str) and value in ERROR_KINDS
+
 
 class EpisodeResult(msgspec.Struct, omit_defaults=True):
     """The outcome of one (task, trial, seed) episode.
 
     ``status`` is ``passed`` or ``failed`` (checkers decided), ``error`` (the
     episode could not be completed) or ``unverified`` (an imported trace nothing
-    checked); ``error_kind`` says who failed: ``agent``,
-    ``environment``, ``checker``, ``policy``, ``provider``, ``timeout``, ``budget``, or ``user`` (the
-    simulated user broke its instructions or failed).
+    checked); ``error_kind`` (:data:`ErrorKind`) says who failed: ``agent``,
+    ``environment``, ``checker``, ``policy``, ``judge``, ``provider``, ``verifier``, ``timeout``,
+    ``budget``, or ``user`` (the simulated user broke its instructions or failed).
     """
 
     task_id: str
@@ -176,7 +196,10 @@ class EpisodeResult(msgspec.Struct, omit_defaults=True):
     trajectory: Trajectory | None = None
     verdicts: list[Verdict] = msgspec.field(default_factory=list)
     error: str = ""
-    error_kind: str = ""
+    if typing.TYPE_CHECKING:  # until Episode.result takes an ErrorKind (/tmp/kernel-requests/strict-3.patch)
+        error_kind: str = ""
+    else:  # what msgspec decodes with: an unknown kind is refused
+        error_kind: ErrorKind = ""
     duration_s: float = 0.0
     usage: Usage = msgspec.field(default_factory=Usage)
     scores: dict[str, float] = msgspec.field(default_factory=dict)
@@ -203,10 +226,10 @@ class EpisodeResult(msgspec.Struct, omit_defaults=True):
 # --- encoding -------------------------------------------------------------------------------
 
 _encoder = msgspec.json.Encoder()
-_decoders: dict[type, msgspec.json.Decoder] = {}
+_decoders: dict[Any, msgspec.json.Decoder[Any]] = {}
 
 
-def _decoder(type_: type[T]) -> msgspec.json.Decoder:
+def _decoder(type_: type[T]) -> msgspec.json.Decoder[T]:
     dec = _decoders.get(type_)
     if dec is None:
         dec = _decoders[type_] = msgspec.json.Decoder(type_)

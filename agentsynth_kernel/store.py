@@ -211,7 +211,7 @@ class RunStore:
 
     def count(self) -> int:
         self.flush()
-        return self._q("SELECT count(*) FROM episodes")[0][0]
+        return int(self._q("SELECT count(*) FROM episodes")[0][0])
 
     def counts(self) -> dict[tuple[str, str], int]:
         """``(status, error_kind) -> n`` without decoding any episode (cheap, for ``status``)."""

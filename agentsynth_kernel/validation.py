@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import attrs
 
@@ -25,7 +25,7 @@ class Gate:
     """One gate's outcome: ``pass``, ``fail`` (with the problems) or ``skip`` (with why)."""
 
     name: str
-    status: str = "pass"  # pass / fail / skip
+    status: Literal["pass", "fail", "skip"] = "pass"
     problems: list[str] = attrs.field(factory=list)
     note: str = ""
 
@@ -50,7 +50,7 @@ def is_world_state(cspec: Any, host: Any) -> bool:
     declared = getattr(reg.factory, "world_state", None)
     if declared is not None:
         return bool(declared)
-    return reg.plugin != TRAJECTORY_CHECKERS_PLUGIN
+    return bool(reg.plugin != TRAJECTORY_CHECKERS_PLUGIN)
 
 
 def _run(pack: Any, policy: str, *, seed: int, trials: int, concurrency: int, timeout: float) -> Sequence[Any]:
@@ -63,7 +63,7 @@ def _run(pack: Any, policy: str, *, seed: int, trials: int, concurrency: int, ti
 
 
 def _why(result: Any, limit: int = 300) -> str:
-    text = result.why
+    text: str = result.why
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

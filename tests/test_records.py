@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import ast
 import io
 import json
+import typing
+from pathlib import Path
 
 import msgspec
 import pytest
 
 from agentsynth_kernel.records import (
+    ERROR_KINDS,
     SCHEMA_VERSION,
     Answer,
     EpisodeResult,
+    ErrorKind,
     Observation,
     Step,
     ToolCall,
@@ -73,6 +78,45 @@ def test_jsonl_streams_and_names_the_bad_line(tmp_path):
 def test_validation_error_has_a_path():
     with pytest.raises(msgspec.ValidationError, match=r"\$.trial"):
         from_json(b'{"task_id": "a", "trial": "x", "seed": 1, "status": "passed"}', EpisodeResult)
+
+
+@pytest.mark.parametrize("field, value", [("status", "maybe"), ("error_kind", "database")])
+def test_decoding_refuses_a_kind_outside_the_closed_set(field, value):
+    data = json.loads(to_json(EpisodeResult("a", 0, 1, "error", error_kind="provider")))
+    data[field] = value
+    with pytest.raises(msgspec.ValidationError, match=rf"Invalid enum value '{value}' - at `\$.{field}`"):
+        from_json(json.dumps(data), EpisodeResult)
+
+
+def test_every_kind_decodes_and_the_set_is_the_literal():
+    assert ERROR_KINDS == set(typing.get_args(ErrorKind)) and "" in ERROR_KINDS
+    for kind in ERROR_KINDS:
+        result = EpisodeResult("a", 0, 1, "error" if kind else "passed", error_kind=kind)
+        assert from_json(to_json(result), EpisodeResult).error_kind == kind
+
+
+def _declared_error_kinds() -> dict[str, str]:
+    """``agentsynth_error_kind = "..."`` in the classes of the kernel, the plugins and the packs."""
+    root = Path(__file__).resolve().parents[1]
+    found = {}
+    for folder in ("agentsynth_kernel", "plugins", "packs"):
+        for path in sorted((root / folder).rglob("*.py")):
+            if ".nox" in path.parts or "_template" in path.parts or "tests" in path.parts:
+                continue
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
+                        and any(isinstance(t, ast.Name) and t.id == "agentsynth_error_kind" for t in node.targets)):
+                    found[f"{path.relative_to(root)}:{node.lineno}"] = node.value.value
+    return found
+
+
+def test_every_error_kind_an_exception_declares_is_one_the_records_accept():
+    """A plugin's exception that declares a kind the records do not know would store an episode
+    that no longer decodes (a lost result): each declared kind must be in ErrorKind."""
+    declared = _declared_error_kinds()
+    assert "provider" in declared.values() and "environment" in declared.values()
+    unknown = {where: kind for where, kind in declared.items() if kind not in ERROR_KINDS}
+    assert not unknown, f"add these to records.ErrorKind (or declare one it has): {unknown}"
 
 
 def test_openai_messages_group_parallel_calls_by_turn():

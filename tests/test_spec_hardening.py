@@ -127,6 +127,7 @@ class Annotated_:
 
 
 @pytest.mark.parametrize(("params", "line"), [
+    ("size: five", "environment.size: expected an integer, got str 'five'"),  # #23.4: no spec_cls needed
     ("size: 0", "environment.size: expected an integer >= 1 and <= 9, got 0"),
     ("mode: quick", "environment.mode: expected one of 'fast', 'safe', got str 'quick'"),
     ("weights: {a: heavy}", "environment.weights.a: expected a number, got str 'heavy'"),

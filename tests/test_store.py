@@ -6,7 +6,7 @@ import sqlite3
 
 import pytest
 
-from agentsynth_kernel import AgentsynthError, EpisodeResult, Trajectory, Verdict
+from agentsynth_kernel import AgentsynthError, EpisodeResult, Trajectory, Verdict, to_json
 from agentsynth_kernel.secrets import REDACTED, has_redacted, is_secret_key, redact
 from agentsynth_kernel.store import STORE_FILE, RunStore
 
@@ -100,6 +100,9 @@ def test_corrupt_episode_row_names_the_episode(tmp_path):
     store.put(result("t9", 3))
     store.db.execute("UPDATE episodes SET result = ?", (b'{"task_id": 5}',))
     with pytest.raises(AgentsynthError, match=r"episode \('t9', trial 3\) is corrupt"):
+        list(store.results())
+    store.db.execute("UPDATE episodes SET result = ?", (to_json(EpisodeResult("t9", 3, 7, "error", error_kind="x")),))
+    with pytest.raises(AgentsynthError, match=r"episode \('t9', trial 3\) is corrupt: Invalid enum value 'x' - at `\$.error_kind`"):
         list(store.results())
     store.db.execute("UPDATE meta SET value = 'nope{' WHERE key = 'store_format'")
     with pytest.raises(AgentsynthError, match="meta 'store_format' is corrupt"):

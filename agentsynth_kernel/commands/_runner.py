@@ -105,10 +105,9 @@ def with_executor(spec: RunSpec, text: str) -> RunSpec:
 
     from ..errors import SpecError
     from ..plugins import get_host
-    from ..spec import check_component
-    from .bench import parse_policy
+    from ..spec import check_component, parse_component
 
-    cspec = parse_policy(text, option="--executor")
+    cspec = parse_component(text, option="--executor")
     problems = check_component("executor", cspec, "--executor", get_host())
     if problems:
         raise SpecError("command line", problems)
@@ -132,7 +131,7 @@ def nothing_checked(run: RunReport) -> bool:
     run's tally: a pass over the stored results would read every episode back)."""
     tally = getattr(run.results, "tally", None)
     if tally is not None:
-        return tally.episodes > 0 and tally.counts.get("error", 0) == tally.episodes
+        return bool(tally.episodes > 0 and tally.counts.get("error", 0) == tally.episodes)
     return bool(run.results) and all(r.status == "error" for r in run.results)
 
 

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
+
+if TYPE_CHECKING:
+    from ..spec import RunSpec
 
 
 @click.command()
@@ -68,7 +72,7 @@ def run(ctx: click.Context, spec_file: Path, run_dir: Path | None, no_store: boo
     ctx.exit(exit_code(result))
 
 
-def run_generation(spec_file: Path, spec, run_dir: Path | None, json_path: str | None, quiet: bool) -> int:
+def run_generation(spec_file: Path, spec: RunSpec, run_dir: Path | None, json_path: str | None, quiet: bool) -> int:
     """Hand a generation spec to the plugin that registered its generator."""
     from ..errors import SpecError
     from ..plugins import get_host
@@ -77,9 +81,10 @@ def run_generation(spec_file: Path, spec, run_dir: Path | None, json_path: str |
     code = host.pm.hook.run_generation(spec_file=spec_file, spec=spec, run_dir=run_dir, json_path=json_path,
                                        quiet=quiet)
     if code is None:
-        plugin = host.get("generator", spec.generate.type).plugin
+        name = spec.generate.type if spec.generate is not None else ""  # run() calls this only with one
+        plugin = host.get("generator", name).plugin
         raise SpecError(str(spec_file), [
-            f"generate.type: generator {spec.generate.type!r} (plugin {plugin!r}) cannot be run from a spec:"
+            f"generate.type: generator {name!r} (plugin {plugin!r}) cannot be run from a spec:"
             " its plugin does not implement the run_generation hook"
         ])
     return int(code)

@@ -122,7 +122,8 @@ def check_shape(data: Any, source: str) -> None:
 def read_spec_yaml(path: Path, what: str) -> dict[str, Any]:
     """A spec or pack file as a mapping with its ``${VAR}`` references expanded."""
     data = _top_mapping(read_yaml(path, loader=_SpecLoader), str(path), what)
-    return expand_variables(dict(data), str(path))
+    expanded: dict[str, Any] = expand_variables(dict(data), str(path))
+    return expanded
 
 
 def _top_mapping(data: Any, source: str, what: str) -> Mapping[str, Any]:

@@ -42,7 +42,7 @@ def load_pack(ref: str | Path, *, host: PluginHost | None = None, validate: bool
     if isinstance(data.get("id"), str) and not _ID_RE.match(data["id"]):  # it names run directories
         raise SpecError(source, [f"id: {data['id']!r} is not a valid id (letters, digits, '_', '-', '.')"])
     data.setdefault("id", file.parent.name if file.name == "pack.yaml" else file.stem)
-    pack = structure(data, Pack, source=source)
+    pack: Pack = structure(data, Pack, source=source)
     object.__setattr__(pack, "base_dir", file.parent.resolve())
     object.__setattr__(pack, "source", source)
     object.__setattr__(pack, "content_hash", content_hash(file.parent if file.name == "pack.yaml" else file))

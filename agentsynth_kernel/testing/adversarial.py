@@ -29,6 +29,7 @@ import attrs
 if TYPE_CHECKING:
     from ..components import EpisodeState
     from ..plugins import PluginHost
+    from ..records import Status
     from ..spec import Pack, Task
 
 ActionsFn = Callable[["EpisodeState", "Pack"], Sequence[Any]]
@@ -58,8 +59,8 @@ class ExploitOutcome:
 
     exploit: str
     task_id: str
-    status: str  # passed / failed / error (an error is not a pass)
-    error_kind: str = ""
+    status: Status  # passed / failed / error (an error is not a pass)
+    error_kind: str = ""  # an ErrorKind (records.py)
     detail: str = ""
     host_problem: str = ""
     duration_s: float = 0.0
