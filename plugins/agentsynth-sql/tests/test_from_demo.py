@@ -206,6 +206,8 @@ def test_an_answer_only_demonstration_says_it_has_only_answer_checks(world):
     assert attempt(out, [{"answer": "3"}]).status == "failed"
     assert attempt(out, [sql("DELETE FROM orders WHERE id = 1"), {"answer": "2"}]).status == "failed"
     assert attempt(out, [{"answer": "2 are pending"}]).status == "passed"
+    validated = agentsynth("pack", "validate", str(out))  # no_collateral is its world check; floors hold
+    assert validated.exit_code == 0 and "all gates pass" in validated.output, validated.output
 
 
 def _fails(world: Path, text: str | None, *expected: str, name: str = "bad", demo: str | None = None) -> str:
