@@ -52,13 +52,21 @@ class UserSpec:
     simulator must keep. ``budget``: what the user may spend per episode.
     """
 
+    # What the user knows and wants (the simulator's brief); never shown to the agent.
     instructions: str = ""
+    # The user's turns, in order (deterministic); the user ends the talk after the last one.
     script: list[str] | None = None
+    # Or who plays the user: any policy, e.g. `{type: llm, model: ...}` (gets the simulator's prompt).
     policy: ComponentSpec | None = None
+    # Replies the user may give before the talk ends anyway.
     max_turns: int = 10
+    # The word a policy-played user writes to end the talk.
     stop: str = "###STOP###"
+    # World tools only the user may call (dual control): the agent must talk the user through them.
     tools: list[str] = attrs.field(factory=list)
+    # Checkers run on the user's side of the talk: rules the simulator must keep (a broken one is `error_kind: user`).
     checks: list[ComponentSpec] = attrs.field(factory=list)
+    # What the user may spend per episode (`usd`, `tokens`); more is `error_kind: user`.
     budget: Budget = attrs.field(factory=Budget)
 
 
