@@ -1,0 +1,126 @@
+"""Long runs stay flat: peak memory and CPU per episode of ``agentsynth bench`` on the core pack,
+from 1k episodes up (issue #21).
+
+Each size runs ``agentsynth bench --pack core --policy oracle --trials T`` (22 tasks x T trials) in
+a fresh process with a run directory, and samples the process every few seconds: resident memory
+(VmRSS, VmHWM), CPU seconds (user + system, from /proc), and the episodes stored so far (rows in
+the run store, read while it runs). The baseline is the smallest size, measured in the same run:
+``cpu_per_episode_ratio`` is a size's CPU per episode over the smallest size's.
+
+    python benchmarks/bench_scale.py                  # 1k, 10k, 100k
+    AGENTSYNTH_BENCH_SCALE=1000,1000000 AGENTSYNTH_BENCH_LIVE=/tmp/scale.jsonl python benchmarks/bench_scale.py
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+TASKS = 22  # the core pack
+SAMPLE_EVERY = 5.0
+LIVE = os.environ.get("AGENTSYNTH_BENCH_LIVE", "")  # append every sample to this JSONL file too
+
+
+def _proc(pid: int) -> dict[str, float]:
+    status = Path(f"/proc/{pid}/status").read_text()
+    fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+    kb = lambda key: int(fields[key].split()[0]) if key in fields else 0  # noqa: E731
+    stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    ticks = os.sysconf("SC_CLK_TCK")
+    return {"rss_mb": kb("VmRSS") / 1024, "hwm_mb": kb("VmHWM") / 1024,
+            "cpu_s": (int(stat[11]) + int(stat[12])) / ticks}
+
+
+def _stored(run_dir: Path) -> int:
+    """Episodes in the run store so far (read-only, beside the writer: the store is in WAL mode)."""
+    path = run_dir / "run.sqlite"  # agentsynth_kernel.store.STORE_FILE
+    if not path.exists():
+        return 0
+    try:
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=1) as conn:
+            return int(conn.execute("SELECT count(*) FROM episodes").fetchone()[0])
+    except sqlite3.Error:
+        return -1
+
+
+def run_size(episodes: int, agentsynth: str) -> dict[str, object]:
+    trials = max(1, round(episodes / TASKS))
+    with tempfile.TemporaryDirectory(prefix="agentsynth-scale-") as tmp:
+        run_dir = Path(tmp) / "run"
+        cmd = [agentsynth, "bench", "--pack", "core", "--policy", "oracle", "--trials", str(trials), "-q",
+               "--run-dir", str(run_dir), "--json", str(Path(tmp) / "report.json")]
+        started = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        samples = []
+        last: dict[str, float] = {}
+        while proc.poll() is None:
+            try:
+                last = _proc(proc.pid)
+            except (FileNotFoundError, ProcessLookupError, IndexError):
+                break
+            samples.append({"t_s": round(time.perf_counter() - started, 1), "episodes": _stored(run_dir), **last})
+            if LIVE:  # a long size can be watched (or stopped) while it runs
+                with open(LIVE, "a") as fp:
+                    fp.write(json.dumps({"size": episodes, **samples[-1]}) + "\n")
+            time.sleep(SAMPLE_EVERY)
+        _, err = proc.communicate()
+        wall = time.perf_counter() - started
+        report = json.loads((Path(tmp) / "report.json").read_text()) if (Path(tmp) / "report.json").exists() else {}
+    n = trials * TASKS
+    children = _children_rusage()
+    return {
+        "episodes": n, "trials": trials, "returncode": proc.returncode, "stderr_tail": err[-500:],
+        "wall_s": round(wall, 1), "cpu_s": round(children["cpu_s"], 2),
+        "cpu_per_episode_ms": round(1000 * children["cpu_s"] / n, 4),
+        "peak_rss_mb": round(children["maxrss_mb"], 1),
+        "passed": (report.get("counts") or {}).get("passed"),
+        "samples": samples[-200:],
+    }
+
+
+_seen = {"cpu_s": 0.0}
+
+
+def _children_rusage() -> dict[str, float]:
+    """CPU of the last finished child (the cumulative children's rusage, minus what came before)
+    and the largest child RSS so far (ru_maxrss of children is a maximum, not a sum)."""
+    import resource
+
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    total = ru.ru_utime + ru.ru_stime
+    cpu, _seen["cpu_s"] = total - _seen["cpu_s"], total
+    return {"cpu_s": cpu, "maxrss_mb": ru.ru_maxrss / 1024}
+
+
+def main() -> None:
+    sizes = [int(s) for s in os.environ.get("AGENTSYNTH_BENCH_SCALE", "1000,10000,100000").split(",")]
+    agentsynth = str(Path(sys.executable).with_name("agentsynth"))
+    load_before = os.getloadavg()
+    results = []
+    for size in sizes:
+        results.append(run_size(size, agentsynth))
+        print(json.dumps({k: v for k, v in results[-1].items() if k != "samples"}), flush=True)
+    base = results[0]["cpu_per_episode_ms"]
+    for r in results:
+        r["cpu_per_episode_ratio"] = round(r["cpu_per_episode_ms"] / base, 3) if base else None  # type: ignore[operator]
+    out = {
+        "benchmark": "scale", "python": sys.version.split()[0], "cpu_count": os.cpu_count(),
+        "load_before": [round(x, 2) for x in load_before], "load_after": [round(x, 2) for x in os.getloadavg()],
+        "note": "peak_rss_mb is the largest child so far (ru_maxrss of children): sizes run smallest first, so "
+                "each size's value is its own peak unless a smaller run peaked higher; samples hold VmHWM per run",
+        "targets": {"peak_rss_mb_at_1M": 150, "cpu_per_episode_ratio": "flat (about 1.0)"},
+        "results": results,
+    }
+    target = Path(os.environ.get("AGENTSYNTH_BENCH_OUT", Path(__file__).parent / "results")) / "scale.json"
+    target.write_text(json.dumps(out, indent=2) + "\n")
+    print(f"wrote {target}")
+
+
+if __name__ == "__main__":
+    main()
