@@ -6,6 +6,15 @@ factory, the same observation caps, the same worker thread for sync worlds and t
 as ``agentsynth run``, so a reward here is exactly what the engine would record for the same
 actions. :class:`AsyncPackEnv` is the async core (many episodes on one loop, each with its own
 world); :class:`PackEnv` is the synchronous ``gymnasium.Env``.
+
+A task with a simulated user (``user:``, see :mod:`agentsynth_kernel.user`) is a conversation:
+an Answer goes to the user and the user's reply is the next observation (``info["from"] ==
+"user"``), until the user ends the talk; only then do the checkers (the world's and the user's
+rules) run. The user's own tools (dual control) are not the agent's. A user that breaks its rules
+or fails is the simulator's failure: reward 0, ``truncated``, ``info["user_failed"]``, unscored.
+When the agent cut the talk (``max_steps``, or :meth:`AsyncPackEnv.finish` before the user ended
+it), a broken user rule is the agent's failure instead (an agent must not dodge its 0 by going
+quiet): the only place this env's verdict differs from the engine's.
 """
 
 from __future__ import annotations
@@ -31,19 +40,23 @@ from agentsynth_kernel import (
     Observation,
     Pack,
     PluginHost,
+    SimulatedUser,
     StageError,
     Step,
     Task,
     ToolCall,
     ToolSpec,
+    UserFailed,
     Verdict,
     attribute,
     build,
     cap_observation,
     get_host,
     load_pack,
+    split_tools,
     to_builtins,
     to_openai_messages,
+    user_policy_spec,
 )
 
 from .actions import ActionError, parse_actions
@@ -51,6 +64,15 @@ from .loop import run_sync
 
 RewardMode = Literal["pass", "score"]
 SPLIT_CHOICES = (*SPLITS, "all")
+
+#: the tool a tool-only loop (TRL's environment_factory, verifiers) talks to a simulated user with
+MESSAGE_TOOL = ToolSpec(
+    "message_user",
+    "Send a message to the user you are helping (the customer) and get their reply. This is the only "
+    "way to talk to them: ask for what you need, confirm before you act, tell them the outcome.",
+    {"type": "object", "properties": {"message": {"type": "string", "description": "What you say to the user."}},
+     "required": ["message"]},
+)
 
 
 class EpisodeOver(RuntimeError):
@@ -123,12 +145,16 @@ class AsyncPackEnv:
     ``judge`` / ``judge_weight``: an optional judge (a component spec, e.g. ``{"type": "heuristic"}``)
     blended in as ``(1 - w) * verdict + w * judge``; 0 (the default) keeps the verdict alone.
     ``max_steps``: tool calls (and answer) per episode before ``truncated`` (the task's own
-    ``max_steps`` wins); ``timeout``: seconds for any one reset / step / check.
+    ``max_steps`` wins); ``timeout``: seconds for any one reset / step / check (and any one call of
+    a simulated user's policy).
+    ``message_tool``: on a task with a simulated user, also offer :data:`MESSAGE_TOOL`
+    (``message_user``), a tool call that is an Answer to the user (for loops that only speak tools).
     """
 
     def __init__(self, pack: Pack | str | Path, *, split: str = "train", reward: RewardMode = "pass",
                  judge: ComponentSpec | dict[str, Any] | str | None = None, judge_weight: float = 0.0,
-                 max_steps: int = 30, timeout: float = 300.0, host: PluginHost | None = None):
+                 max_steps: int = 30, timeout: float = 300.0, message_tool: bool = False,
+                 host: PluginHost | None = None):
         self.host = host or get_host()
         self.pack = resolve_pack(pack, self.host)
         self.split = split
@@ -147,14 +173,17 @@ class AsyncPackEnv:
         self.judge = _component(judge)
         self.judge_weight = float(judge_weight)
         self.max_steps, self.timeout = max_steps, float(timeout)
+        self.message_tool = bool(message_tool)
         self.config = EpisodeConfig(ComponentSpec("noop"), max_steps=max_steps, timeout=timeout, judge=self.judge)
         self._rng = random.Random()
         self.episode: Episode | None = None
-        self.tool_specs: list[ToolSpec] = []
+        self.tool_specs: list[ToolSpec] = []  # what the agent may call (never the user's own tools)
+        self.user: SimulatedUser | None = None  # the other side of a multi-turn task
         self.result: EpisodeResult | None = None
         self.done = True
         self._turn = 0
         self._started = 0.0
+        self._last_end: dict[str, Any] | None = None
 
     # --- the gym API -----------------------------------------------------------------------------
 
@@ -180,20 +209,42 @@ class AsyncPackEnv:
         await self.close()
         self.episode = episode = Episode(self.host, self.pack, task, 0, world_seed, self.config)
         self.result, self.done, self._turn, self._started = None, False, 0, time.perf_counter()
+        self.user, self._last_end = None, None
         try:
             episode.stage = "environment"
             episode.env = build("environment", self.pack.task_environment(task), host=self.host,
                                 base_dir=self.pack.base_dir, task=task, pack=self.pack)
             first = cap_observation(await self._call(episode.env.reset, world_seed))
-            self.tool_specs = list(await self._call(episode.env.tools))
+            world_tools = list(await self._call(episode.env.tools))
+            agent_tools = await self._start_user(world_tools)
         except Exception as exc:  # a StageError, a timeout, a bad environment spec
             await self._fail(exc)
             raise RuntimeError(f"task {task.id!r}: the world could not be built: {self.result.error}") from exc  # type: ignore[union-attr]
+        self.tool_specs = agent_tools + ([MESSAGE_TOOL] if self.user is not None and self.message_tool else [])
         traj = episode.trajectory
-        traj.tools, traj.initial_observation = self.tool_specs, first.content
+        traj.tools, traj.initial_observation = agent_tools, first.content
         info = self._base_info()
         info.update(messages=self.messages(), tools=self.tools(), instruction=task.instruction, tier=task.tier)
         return to_openai_messages(traj)[-1]["content"], info
+
+    async def _start_user(self, tools: list[ToolSpec]) -> list[ToolSpec]:
+        """Build the task's simulated user (if it has one): the tools left to the agent."""
+        episode = self.episode
+        assert episode is not None
+        spec = episode.task.user
+        if spec is None:
+            return tools
+        episode.stage = "user"
+        try:
+            mine, theirs = split_tools(spec, tools)
+            if self.message_tool and any(t.name == MESSAGE_TOOL.name for t in theirs):
+                raise UserFailed(f"the world has its own {MESSAGE_TOOL.name!r} tool; message_tool=True cannot add one")
+            policy = build("policy", user_policy_spec(spec, self.host), host=self.host, task=episode.task,
+                           pack=self.pack, run=None, base_dir=self.pack.base_dir)
+        except Exception as exc:
+            raise StageError("user", UserFailed(f"task {episode.task.id!r}: {exc}")) from exc
+        self.user = episode.user = SimulatedUser(spec, episode.task, policy, mine, episode.seed)
+        return theirs
 
     async def step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
         """Run one turn: a tool call, several (a list or an assistant message with ``tool_calls``:
@@ -204,22 +255,41 @@ class AsyncPackEnv:
         ``tool`` messages. ``terminated``: the agent answered or the world ended the episode;
         ``truncated``: ``max_steps`` was reached. On either, the checkers run on the world's end
         state and ``reward`` is the verdict; before that it is 0. An unknown tool or arguments
-        that are not a JSON object are the agent's mistake: an error observation, not an exception."""
+        that are not a JSON object are the agent's mistake: an error observation, not an exception.
+
+        On a task with a simulated user, an answer is a message to the user: the observation is
+        the user's reply (``info["from"] == "user"``, also in ``info["tool_messages"]`` as a chat
+        ``user`` message) and the episode goes on until the user ends the talk."""
         if self.done or self.episode is None:
             raise EpisodeOver("the episode is over (or was never started): call reset() first")
         parsed = parse_actions(action)  # ActionError on something that is not an action at all
         episode = self.episode
         traj = episode.trajectory
-        names = {t.name for t in self.tool_specs}
+        names = {t.name for t in traj.tools}
         max_steps = episode.task.max_steps or self.max_steps
         messages: list[dict[str, Any]] = []
         terminated = truncated = False
+        speaker = "world"
         try:
             for act, rejected in parsed:
                 started = time.perf_counter()
+                call_id = ""  # set when a message_user tool call stands for this answer
+                if isinstance(act, ToolCall) and self.user is not None and self.message_tool \
+                        and act.name == MESSAGE_TOOL.name:
+                    act, rejected, call_id = self._as_message(act, rejected)
                 if isinstance(act, Answer):
-                    traj.steps.append(Step(act, None, self._turn))
-                    terminated = True
+                    if self.user is None:
+                        traj.steps.append(Step(act, None, self._turn))
+                        terminated = True
+                        break
+                    reply = await self._user_reply(act.content)
+                    traj.steps.append(Step(act, reply, self._turn, time.perf_counter() - started))
+                    messages.append({"role": "tool", "tool_call_id": call_id, "content": reply.content} if call_id
+                                    else {"role": "user", "content": reply.content})
+                    speaker = "user"
+                    terminated = reply.done  # the talk goes on until the user ends it
+                    if not terminated and len(traj.steps) >= max_steps:
+                        truncated = True
                     break
                 act = act if act.id else ToolCall(act.name, act.arguments, f"call_{len(traj.steps)}")
                 invalid = rejected is not None or act.name not in names
@@ -233,6 +303,7 @@ class AsyncPackEnv:
                                           self.config.max_observation_data_bytes)
                 traj.steps.append(Step(act, obs, self._turn, time.perf_counter() - started, invalid=invalid))
                 messages.append({"role": "tool", "tool_call_id": act.id, "content": obs.content})
+                speaker = "world"
                 if obs.done:
                     terminated = True
                     break
@@ -241,7 +312,10 @@ class AsyncPackEnv:
                     break
         except (StageError, TimeoutError) as exc:
             await self._fail(exc)
-            return "\n\n".join(m["content"] for m in messages), 0.0, True, False, self._end_info(messages)
+            user_failed = self.result is not None and self.result.error_kind == "user"
+            # the simulator failed: the episode is cut (truncated), not the agent's terminal failure
+            return ("\n\n".join(m["content"] for m in messages), 0.0, not user_failed, user_failed,
+                    self._end_info(messages, speaker))
         self._turn += 1
         if not terminated and len(traj.steps) >= max_steps:
             truncated = True
@@ -249,10 +323,67 @@ class AsyncPackEnv:
         observation = "\n\n".join(m["content"] for m in messages)
         if not (terminated or truncated):
             info = self._base_info()
-            info.update(tool_messages=messages, steps=len(traj.steps))
+            info.update(tool_messages=messages, steps=len(traj.steps), **{"from": speaker})
+            if self.user is not None:
+                info["user_usage"] = to_builtins(self.user.usage)
             return observation, 0.0, False, False, info
         reward = await self._finish()
-        return observation, reward, terminated, truncated and not terminated, self._end_info(messages)
+        info = self._end_info(messages, speaker)
+        if info["user_failed"]:
+            return observation, reward, False, True, info
+        return observation, reward, terminated, truncated and not terminated, info
+
+    async def finish(self, answer: str | None = None) -> dict[str, Any]:
+        """End the episode now and return its terminal info (idempotent: an ended episode returns
+        its first verdict). ``answer`` is the agent's last message (sent to a simulated user, or the
+        final answer); a conversation the user has not ended is then cut by the agent."""
+        if self.done:
+            if self._last_end is None:
+                raise EpisodeOver("no episode to finish (or was never started): call reset() first")
+            return self._last_end
+        if self.user is None or (answer is not None and answer.strip()):
+            *_, info = await self.step(Answer(answer or ""))
+            if self.done:
+                return info
+        assert self.episode is not None
+        self.episode.trajectory.metadata["stopped"] = "agent"
+        await self._finish()
+        return self._end_info([], "agent")
+
+    @staticmethod
+    def _as_message(call: ToolCall, rejected: Observation | None) -> tuple[Any, Observation | None, str]:
+        """A ``message_user`` tool call as the Answer it stands for, with the call's id (or, with
+        no ``message`` string, the invalid step it is)."""
+        text = call.arguments.get("message") if rejected is None else None
+        if not isinstance(text, str) or not text.strip():
+            return call, rejected or Observation(f"error: {MESSAGE_TOOL.name} needs a 'message' (a non-empty string)",
+                                                 error=True), ""
+        return Answer(text), None, call.id or "call_message"
+
+    async def _user_reply(self, message: str) -> Observation:
+        """The simulated user's answer to ``message`` (its tool calls run in the world)."""
+        user, episode = self.user, self.episode
+        assert user is not None and episode is not None
+
+        async def call(fn: Any, *args: Any) -> Any:
+            episode.stage = "user"
+            try:
+                return await asyncio.wait_for(episode.worker.call(fn, *args), timeout=self.timeout)
+            except (asyncio.CancelledError, TimeoutError):
+                raise
+            except Exception as exc:
+                raise StageError("user", exc) from exc
+
+        async def step_world(action: ToolCall) -> Observation:
+            return cap_observation(await self._call(episode.env.step, action), self.config.max_observation_chars,
+                                   self.config.max_observation_data_bytes)
+
+        try:
+            return await user.reply(message, call, step_world)
+        except UserFailed as exc:
+            raise StageError("user", exc) from exc
+        finally:
+            episode.usage = episode.usage + user.take_usage()
 
     async def close(self) -> None:
         """Release the current world (a no-op when there is none)."""
@@ -302,6 +433,10 @@ class AsyncPackEnv:
         except StageError as exc:
             status, kind = "error", attribute(exc.kind, exc.original)
             error = f"{kind} error: {exc}"
+            if kind == "user" and self.user is not None and not self.user.done:
+                # the agent cut the talk before the user could keep its rules: the agent's failure
+                status, kind = "failed", "agent"
+                error = f"the agent ended the conversation before the user did ({exc})"
         self.result = self._result(status, error, kind)
         await self._release()
         if status == "error":
@@ -328,6 +463,8 @@ class AsyncPackEnv:
     def _result(self, status: str, error: str, kind: str) -> EpisodeResult:
         episode = self.episode
         assert episode is not None
+        if self.user is not None:  # the user's side of the talk, as the engine stores it
+            episode.trajectory.user = self.user.trajectory
         result = episode.result(status, error=error, error_kind=kind, duration=time.perf_counter() - self._started)
         result.provenance = self.provenance(episode)
         return result
@@ -343,18 +480,25 @@ class AsyncPackEnv:
         assert episode is not None
         return {"task_id": episode.task.id, "split": episode.task.split, "seed": episode.seed}
 
-    def _end_info(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
-        """The terminal info: status, verdicts (with details), failure attribution, provenance."""
+    def _end_info(self, messages: list[dict[str, Any]], speaker: str = "world") -> dict[str, Any]:
+        """The terminal info: status, verdicts (with details), failure attribution, provenance;
+        on a multi-turn task also whether the simulated user failed and what it spent."""
         result = self.result
         assert result is not None
-        return {
+        info = {
             "task_id": result.task_id, "split": result.split, "seed": result.seed, "tool_messages": messages,
             "status": result.status, "passed": result.passed, "scored": result.status != "error",
             "verdicts": [to_builtins(v) for v in result.verdicts], "scores": dict(result.scores),
             "error": result.error, "error_kind": result.error_kind, "judge_error": result.judge_error,
             "steps": len(result.trajectory.steps) if result.trajectory else 0,
-            "provenance": result.provenance, "result": result,
+            "provenance": result.provenance, "result": result, "from": speaker,
+            "user_failed": result.error_kind == "user",
         }
+        if self.user is not None:
+            info["user_usage"] = to_builtins(self.user.usage)
+            info["user_stopped"] = self.user.trajectory.metadata.get("stopped", "")
+        self._last_end = info
+        return info
 
 
 def _component(value: ComponentSpec | dict[str, Any] | str | None) -> ComponentSpec | None:
