@@ -4,18 +4,14 @@ Use them in a run spec (``judge: {type: heuristic}``) or from Python::
 
     from agentsynth_judge import HeuristicJudge, score_sync
     result = score_sync(HeuristicJudge(), trajectory, verdicts)
+
+Names are imported on first use, so loading the plugin (its entry point) imports only what it registers.
 """
 
-from .agreement import Confusion, agreement_stats, cohen_kappa, fleiss_kappa, rank_auc
-from .base import RubricJudge, score_sync
-from .calibrate import Calibration, calibrate_results, read_run
-from .ensemble import EnsembleJudge
-from .heuristic import HeuristicJudge, gather_evidence
-from .llm_judge import JudgeOutputError, LLMJudge, parse_reply, render_trajectory, score_schema
-from .metadata import METADATA
-from .pairwise import PairwiseResult, Preference, PreferencePair, compare, length_bias, preference_pairs
-from .reward import DEFAULT_WEIGHTS, Reward, RewardWeights, compute_reward
-from .rubric import DEFAULT_RUBRIC, Dimension, Rubric, load_rubric, parse_rubric
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 __version__ = "0.1.0"
 
@@ -26,3 +22,27 @@ __all__ = [
     "fleiss_kappa", "gather_evidence", "length_bias", "load_rubric", "parse_reply", "parse_rubric", "preference_pairs", "rank_auc", "read_run",
     "render_trajectory", "score_schema", "score_sync",
 ]
+
+_EXPORTS: dict[str, str | None] = {  # name -> the submodule it comes from (None: the submodule itself)
+    **dict.fromkeys(("Confusion", "agreement_stats", "cohen_kappa", "fleiss_kappa", "rank_auc"), "agreement"),
+    **dict.fromkeys(("RubricJudge", "score_sync"), "base"),
+    **dict.fromkeys(("Calibration", "calibrate_results", "read_run"), "calibrate"),
+    **dict.fromkeys(("EnsembleJudge",), "ensemble"),
+    **dict.fromkeys(("HeuristicJudge", "gather_evidence"), "heuristic"),
+    **dict.fromkeys(("JudgeOutputError", "LLMJudge", "parse_reply", "render_trajectory", "score_schema"), "llm_judge"),
+    **dict.fromkeys(("METADATA",), "metadata"),
+    **dict.fromkeys(("PairwiseResult", "Preference", "PreferencePair", "compare", "length_bias", "preference_pairs"), "pairwise"),
+    **dict.fromkeys(("DEFAULT_WEIGHTS", "Reward", "RewardWeights", "compute_reward"), "reward"),
+    **dict.fromkeys(("DEFAULT_RUBRIC", "Dimension", "Rubric", "load_rubric", "parse_rubric"), "rubric"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module = _EXPORTS[name]
+    value = importlib.import_module(f".{module or name}", __name__)
+    if module is not None:
+        value = getattr(value, name)
+    globals()[name] = value
+    return value

@@ -216,6 +216,12 @@ def render_trajectory(
             result = "(no result)" if obs is None else ("ERROR: " if obs.error else "") + _clip(obs.content, max_observation_chars)
             flag = " [invalid call]" if step.invalid else ""
             lines.append(f"[{number}] call {action.name}({_clip(args, max_observation_chars)}){flag} -> {result}")
+        elif isinstance(action, Answer) and step.observation is not None:
+            # a multi-turn task: a message to the simulated user, and the user's reply
+            reply = step.observation
+            heard = "(the user ended the conversation)" if reply.done and not reply.content else \
+                _clip(reply.content, max_observation_chars)
+            lines.append(f"[{number}] said: {_clip(action.content, max_answer_chars)} -> reply: {heard}")
         elif isinstance(action, Answer):
             lines.append(f"[{number}] final answer given")
     answer = trajectory.final_answer

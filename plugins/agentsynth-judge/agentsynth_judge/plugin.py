@@ -1,4 +1,5 @@
-"""The agentsynth plugin: judges ``heuristic``, ``llm``, ``ensemble``, ``learned``, ``routed`` and the ``agentsynth judge`` command."""
+"""The agentsynth plugin: judges ``heuristic``, ``llm``, ``ensemble``, ``learned``, ``routed``, the
+``judged`` checker and the ``agentsynth judge`` command."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from agentsynth_kernel import hookimpl
 
 from .ensemble import EnsembleSpec, make_ensemble
 from .heuristic import HeuristicSpec, make_heuristic
+from .judged import JudgedSpec, make_judged
 from .llm_judge import LLMJudgeSpec, make_llm
 from .routing import LearnedSpec, RoutedSpec, make_learned, make_routed
 
@@ -24,6 +26,12 @@ def register_judges(register: Any) -> None:
              description="A learned verifier's calibrated P(pass) (agentsynth judge train; needs the 'learned' extra)")
     register("routed", make_routed, spec_cls=RoutedSpec,
              description="A learned verifier decides the confident items, a real judge the borderline band")
+
+
+@hookimpl
+def register_checkers(register: Any) -> None:
+    register("judged", make_judged, spec_cls=JudgedSpec,
+             description="A judge's score as a check (min_score): rules only a reader can check, e.g. a simulated user's")
 
 
 @hookimpl
