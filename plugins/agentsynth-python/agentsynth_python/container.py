@@ -22,7 +22,6 @@ a later run also sweeps containers of an owner that is gone (a reaper that was k
 from __future__ import annotations
 
 import functools
-import json
 import os
 import secrets
 import shutil
@@ -30,6 +29,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Sequence
@@ -249,7 +249,7 @@ def _smoke(rt: Runtime) -> tuple[str, str]:
     else (why not, '')."""
     from .sandbox import RUNNER, Limits
 
-    world = Path(__import__("tempfile").mkdtemp(prefix="agentsynth-python-probe-"))
+    world = Path(tempfile.mkdtemp(prefix="agentsynth-python-probe-"))
     name = container_name()
     try:
         os.chmod(world, 0o755)
@@ -431,7 +431,3 @@ def describe(rt: Runtime) -> str:
     what = f"rootfs {rt.rootfs}" if rt.rootfs else f"image {rt.image}"
     oci = f" --runtime {rt.oci_runtime}" if rt.oci_runtime else ""
     return f"{rt.kind}{oci}, {what}"
-
-
-def dumps(rt: Runtime) -> str:
-    return json.dumps(attrs.asdict(rt))
