@@ -37,11 +37,9 @@ import ssl
 import tempfile
 import urllib.parse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
-import certifi
-import httpx
 
 from agentsynth_kernel import Bounds, InvalidValue, Observation, ToolCall, ToolSpec
 
@@ -55,6 +53,9 @@ from .openapi import (
     parse_document,
     security_header,
 )
+
+if TYPE_CHECKING:  # imported when a world starts: httpx pulls in rich and pygments, ~90 ms
+    import httpx
 
 _UNSAFE_HEADER = re.compile(r"[\r\n\x00]")
 _SERVERS = ("thread", "subprocess")
@@ -311,12 +312,16 @@ class RestEnvironment:
         self.base_url = f"http://127.0.0.1:{port}"
 
     def _client(self) -> httpx.AsyncClient:
+        import httpx
+
         timeout = httpx.Timeout(self.spec.call_seconds, connect=min(5.0, self.spec.call_seconds))
         headers = {"user-agent": "agentsynth-rest", **self.spec.headers, **self.auth_headers}
         return httpx.AsyncClient(base_url=self.base_url, headers=headers, timeout=timeout, trust_env=False,
                                  follow_redirects=False, limits=httpx.Limits(max_connections=8), verify=_ssl_context())
 
     async def _reset_hook(self, hook: ResetSpec, seed: int) -> None:
+        import httpx
+
         assert self.client is not None
         path = hook.path.replace("{seed}", str(seed))
         body = _with_seed(hook.body, seed)
@@ -360,6 +365,8 @@ class RestEnvironment:
         return cached
 
     async def _fetch_document(self, url: str) -> bytes:
+        import httpx
+
         assert self.client is not None
         try:
             async with asyncio.timeout(self.spec.start_seconds):
@@ -382,6 +389,8 @@ class RestEnvironment:
                    headers: dict[str, str], content: bytes | None, *, limit: int | None = None) -> Observation:
         """One request under the world's deadline and read cap (``limit``, default
         ``max_response_bytes``), as an observation."""
+        import httpx
+
         limit = limit or self.spec.max_response_bytes
         label = f"{method} {path}"
         try:
@@ -428,6 +437,8 @@ class RestEnvironment:
 def _ssl_context() -> ssl.SSLContext:
     """One verifying TLS context per process: httpx builds (and loads the CA bundle into) a new one
     for every client otherwise, which was most of the cost of a checker's own client."""
+    import certifi
+
     return ssl.create_default_context(cafile=certifi.where())
 
 
