@@ -11,7 +11,7 @@ import pytest
 from agentsynth_kernel.engine import execute
 from agentsynth_kernel.episode import replay_episode
 from agentsynth_kernel.errors import SpecError
-from agentsynth_kernel.records import Answer, ToolCall, to_json, to_openai_messages
+from agentsynth_kernel.records import Answer, Observation, ToolCall, to_json, to_openai_messages
 from agentsynth_kernel.report import summarize, summary_lines
 from agentsynth_kernel.spec import load_run_spec
 from agentsynth_kernel.testing import ScriptedLLMServer, reply, tool_calls
@@ -239,13 +239,16 @@ def test_the_stored_trajectory_round_trips_with_the_users_side(host, write, tmp_
     ({"reject": "refunded"}, False, "rejected pattern /refunded/"),
     ({"text": "purple"}, False, "says ['purple']"),
     ({"text": "order", "max_chars": 20}, False, "more than max_chars=20"),
+    # the user answered the question with its order number, not a yes: the call was not agreed to
+    ({"before": "set", "regex": "order", "confirmed": "yes"}, False, "does not agree (/yes/): '1042'"),
+    ({"before": "set", "regex": "order", "confirmed": "1042"}, True, "1 message(s) before the first set call"),
 ])
 def test_said_reads_every_message(params, passed, detail):
     from agentsynth_kernel.builtins.checkers import Said
     from agentsynth_kernel.records import Step, Trajectory
 
     trajectory = Trajectory("t", "hi", steps=[
-        Step(Answer("What is your order number?")), Step(ToolCall("set", {"key": "k", "value": "v"})),
+        Step(Answer("What is your order number?"), Observation("1042")), Step(ToolCall("set", {"key": "k", "value": "v"})),
         Step(Answer("Please confirm: it is refunded.")),
     ])
     verdict = Said(**params).check(None, trajectory)

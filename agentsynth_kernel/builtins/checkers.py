@@ -115,11 +115,13 @@ class Said:
     Passes when the messages together contain every string of ``text`` and one matches ``regex``,
     and none matches a ``reject`` pattern or is longer than ``max_chars`` (against a dump of
     everything the agent could read). With ``before: TOOL`` only the messages sent before the first
-    call of that tool count: "the agent asked for confirmation before it refunded"."""
+    call of that tool count: "the agent asked for confirmation before it refunded"; add
+    ``confirmed: REGEX`` and the last message before that call must match ``regex`` and the user's
+    reply to it must match ``confirmed`` ("... and the user said yes to exactly that, before it acted")."""
 
     def __init__(self, text: str | list[str] | tuple[str, ...] = (), regex: str | None = None,
                  reject: str | list[str] | tuple[str, ...] = (), before: str | None = None,
-                 case_sensitive: bool = False, max_chars: int | None = None) -> None:
+                 case_sensitive: bool = False, max_chars: int | None = None, confirmed: str | None = None) -> None:
         self.texts = [text] if isinstance(text, str) else list(text)
         flags = 0 if case_sensitive else re.IGNORECASE
         self.regex = re.compile(regex, flags) if regex else None
@@ -128,18 +130,23 @@ class Said:
         if max_chars is not None and max_chars < 1:
             raise ValueError("said: max_chars must be at least 1")
         self.max_chars = max_chars
+        self.confirmed = re.compile(confirmed, flags) if confirmed else None
+        if self.confirmed is not None and before is None:
+            raise ValueError("said: 'confirmed' needs 'before' (the tool call the user must have agreed to)")
         if not self.texts and self.regex is None and not self.rejects:
             raise ValueError("said needs 'text', 'regex' or 'reject'")
 
     @runs_inline
     def check(self, env: Any, trajectory: Trajectory) -> Verdict:
         messages: list[str] = []
+        last_reply: str | None = None
         for step in trajectory.steps:
             if self.before is not None and getattr(step.action, "name", None) == self.before:
                 break
             content = getattr(step.action, "content", None)
             if isinstance(content, str) and not hasattr(step.action, "name"):
                 messages.append(content)
+                last_reply = step.observation.content if step.observation is not None else None
         where = f" before the first {self.before} call" if self.before else ""
         long = next((m for m in messages if self.max_chars is not None and len(m) > self.max_chars), None)
         if long is not None:
@@ -156,4 +163,12 @@ class Said:
             return Verdict("said", False, 0.0, f"no message{where} says {missing!r}")
         if self.regex is not None and not any(self.regex.search(m) for m in messages):
             return Verdict("said", False, 0.0, f"no message{where} matches /{self.regex.pattern}/")
+        if self.confirmed is not None:
+            if not messages:
+                return Verdict("said", False, 0.0, f"no message{where}: nobody agreed to it")
+            if self.regex is not None and not self.regex.search(messages[-1]):
+                return Verdict("said", False, 0.0, f"the last message{where} does not ask (/{self.regex.pattern}/)")
+            if last_reply is None or not self.confirmed.search(last_reply):
+                return Verdict("said", False, 0.0, f"the reply to the last message{where} does not agree "
+                               f"(/{self.confirmed.pattern}/): {last_reply!r}")
         return Verdict("said", True, 1.0, f"{len(messages)} message(s){where} checked")

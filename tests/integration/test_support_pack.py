@@ -48,6 +48,9 @@ REFUND = [x("INSERT INTO refunds (order_id, amount) VALUES (1042, 39.99)"),
 @pytest.mark.parametrize(("name", "task", "actions", "why"), [
     # refunding at once, without asking the customer to confirm first
     ("no confirmation", "refund-broken-kettle", [*REFUND, {"answer": "Refunded."}], "said"),
+    # asking for confirmation first thing, then acting before the customer said yes
+    ("acts before the yes", "refund-broken-kettle",
+     [{"answer": "Shall I refund your order? Please confirm."}, *REFUND, {"answer": "Refunded."}], "said"),
     # refunding every delivered order of the customer, not just the kettle
     ("refund too much", "refund-broken-kettle",
      [{"answer": "Shall I refund it? Please confirm."}, *REFUND,
