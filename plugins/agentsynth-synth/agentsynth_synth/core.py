@@ -40,7 +40,6 @@ from agentsynth_kernel import (
     ComponentSpec,
     EpisodeConfig,
     EpisodeResult,
-    LLMError,
     Pack,
     RunSpec,
     RunStore,
@@ -452,6 +451,8 @@ async def synthesize(generator: SynthGenerator, ctx: SynthContext, *, run_dir: P
                            if (r.trajectory and r.trajectory.metadata.get("synth", {}).get("item")) in done]
         store.event("synth_started", generator=generator.name, pending=len(items) - report.restored_items)
         store.event("run_started", pid=os.getpid(), host=socket.gethostname(), generator=generator.name)
+    from agentsynth_kernel import LLMError  # the kernel's LLM client, not imported to register the plugin
+
     pending = [i for i in items if i.id not in done]
     queue: asyncio.Queue[Item] = asyncio.Queue()
     for item in pending:
