@@ -54,3 +54,17 @@ def test_quickstart_commands_run(tmp_path, command):
     result = agentsynth(args, tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "pass" in result.stdout
+
+
+def test_python_api_examples_run_as_written(tmp_path):
+    """Every Python block of "From Python" runs, in order, in a fresh interpreter."""
+    blocks = code_blocks(section("From Python"), "python")
+    assert len(blocks) == 2
+    for i, block in enumerate(blocks):
+        script = tmp_path / f"example_{i}.py"
+        script.write_text(block)
+        env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "AGENTSYNTH_LLM_CACHE": "off"}
+        proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
+                              timeout=300)
+        assert proc.returncode == 0, f"block {i}:\n{block}\n{proc.stdout}\n{proc.stderr}"
+    assert proc.stdout.strip().splitlines()[-1] == "True True"  # perturb_task found a sibling both ways
