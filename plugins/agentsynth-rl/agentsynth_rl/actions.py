@@ -171,3 +171,63 @@ def _steps(turns: Iterable[list[Parsed]]) -> list[Step]:
     answers = [i for i, s in enumerate(steps) if isinstance(s.action, Answer)]
     keep = answers[-1] if answers and answers[-1] == len(steps) - 1 else None
     return [s for i, s in enumerate(steps) if not isinstance(s.action, Answer) or i == keep]
+
+
+# --- multi-turn completions (a task with a simulated user) --------------------------------------------
+
+
+class Turn:
+    """One assistant message of a multi-turn completion: its actions, the tool results recorded
+    after it (by call id, and in order) and the user message recorded after it (if any)."""
+
+    def __init__(self, actions: list[Parsed]) -> None:
+        self.actions = actions
+        self.results: dict[str, str] = {}
+        self.ordered: list[str] = []
+        self.user: str | None = None
+
+    def recorded(self, index: int, call_id: str) -> str | None:
+        """The tool result the completion holds for the ``index``-th call of this turn."""
+        if call_id and call_id in self.results:
+            return self.results[call_id]
+        return self.ordered[index] if index < len(self.ordered) else None
+
+
+def completion_turns(completion: Any) -> list[Turn]:
+    """A completion of a conversation, turn by turn: every assistant message is one turn (its tool
+    calls, or its text: a message to the user); the ``tool`` and ``user`` messages after it are what
+    the world and the user answered in the rollout. Text (``str``) is one turn."""
+    if isinstance(completion, str):
+        return [Turn(_turn_actions(completion))]
+    if not isinstance(completion, list):
+        raise ActionError(f"a completion must be a str or a list of messages, got {type(completion).__name__}")
+    turns: list[Turn] = []
+    for i, message in enumerate(completion):
+        if not isinstance(message, dict) or "role" not in message:
+            raise ActionError(f"completion[{i}]: expected a chat message with a 'role', got {message!r:.120}")
+        role = message["role"]
+        if role == "assistant":
+            if message.get("tool_calls"):
+                turns.append(Turn(parse_actions({"tool_calls": message["tool_calls"]})))
+            else:
+                turns.append(Turn(_turn_actions(_text(message.get("content")))))
+        elif turns and role == "tool":
+            content = _text(message.get("content"))
+            turns[-1].ordered.append(content)
+            if message.get("tool_call_id"):
+                turns[-1].results[str(message["tool_call_id"])] = content
+        elif turns and role == "user":
+            turns[-1].user = _text(message.get("content"))
+    return turns
+
+
+def _turn_actions(text: str) -> list[Parsed]:
+    """An assistant text: its ``<tool_call>`` blocks, then the rest as a message (when not empty,
+    or when there is nothing else)."""
+    if "<tool_call>" not in text:
+        return [(Answer(_THINK.sub("", text).strip()), None)]
+    parsed = text_actions(text)
+    answer = parsed[-1][0]
+    if isinstance(answer, Answer) and not answer.content and len(parsed) > 1:
+        parsed = parsed[:-1]
+    return parsed

@@ -59,7 +59,7 @@ from agentsynth_kernel import (
     user_policy_spec,
 )
 
-from .actions import ActionError, parse_actions
+from .actions import ActionError, Parsed, parse_actions
 from .loop import run_sync
 
 RewardMode = Literal["pass", "score"]
@@ -262,7 +262,12 @@ class AsyncPackEnv:
         ``user`` message) and the episode goes on until the user ends the talk."""
         if self.done or self.episode is None:
             raise EpisodeOver("the episode is over (or was never started): call reset() first")
-        parsed = parse_actions(action)  # ActionError on something that is not an action at all
+        return await self.play(parse_actions(action))  # ActionError on something that is not an action at all
+
+    async def play(self, parsed: list[Parsed]) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        """:meth:`step` on actions already parsed (with the error a malformed call gets instead)."""
+        if self.done or self.episode is None:
+            raise EpisodeOver("the episode is over (or was never started): call reset() first")
         episode = self.episode
         traj = episode.trajectory
         names = {t.name for t in traj.tools}

@@ -28,7 +28,7 @@ from agentsynth_kernel import (
     replay_episode,
 )
 
-from .actions import ActionError, completion_steps
+from .actions import ActionError, completion_steps, completion_turns
 from .env import AsyncPackEnv, RewardMode, find_task, resolve_pack, reward_of, split_tasks
 from .loop import on_loop, run_sync
 
@@ -84,6 +84,14 @@ class VerdictReward:
       text) are replayed in a fresh world seeded with the row's ``seed``
       (:func:`agentsynth_kernel.episode.replay_episode`), then checked.
 
+    A task with a simulated user (``user:``) is a conversation: without environments, the
+    completion's turns are replayed in order against the same simulated user, re-driven (its
+    messages to the user are answers, or ``message_user`` tool calls), and every reply of the user
+    must be the one the completion records after that turn; when one differs (an LLM user that
+    answers otherwise) the completion answers a different conversation and is unscored (``None``,
+    the error names the task and the turn). A completion that ends before the user ended the talk
+    is checked as cut by the agent.
+
     Rows name their task with a ``task_id`` column (see :func:`dataset_rows`); a task outside
     ``split`` (``train`` by default) is refused. An episode that could not be checked (a broken
     world, a failing checker) scores ``None``, which TRL leaves out rather than counting as 0.
@@ -127,6 +135,8 @@ class VerdictReward:
             async with limit:
                 if environments is not None and isinstance(environments[i], PackToolEnv):
                     return await environments[i]._finish(final_answer(completions[i]))
+                if tasks[i].user is not None:
+                    return await self._replay_talk(tasks[i], int(seeds[i]), completions[i])
                 return await self._replay(tasks[i], int(seeds[i]), completions[i])
 
         self.last = list(await asyncio.gather(*(one(i) for i in range(n))))
@@ -148,6 +158,65 @@ class VerdictReward:
                 "reward": reward_of(replay.verdicts, {}, self.reward_mode, 0.0) if scored else None,
                 "verdicts": replay.verdicts, "error": replay.error, "drift": replay.drift,
                 "tool_calls": [s.action for s in steps if isinstance(s.action, ToolCall)], "mode": "replay"}
+
+
+    async def _replay_talk(self, task: Any, seed: int, completion: Any) -> dict[str, Any]:
+        """Replay a conversation: the completion's turns in a fresh world, against the task's own
+        simulated user (see the class docstring)."""
+        try:
+            turns = completion_turns(completion)
+        except ActionError as exc:
+            raise ValueError(f"task {task.id!r}: {exc}") from None
+        base = {"task_id": task.id, "split": task.split, "seed": seed, "mode": "replay", "drift": []}
+        env = AsyncPackEnv(self.pack, split="all", reward=self.reward_mode, timeout=self.timeout, message_tool=True,
+                           host=self.host)
+        try:
+            await env.reset(seed=seed, options={"task_id": task.id})
+        except RuntimeError as exc:
+            return {**base, "status": "error", "reward": None, "verdicts": [], "error": str(exc), "tool_calls": []}
+        drift: list[int] = []
+        calls = 0
+        try:
+            for k, turn in enumerate(turns):
+                if env.done:
+                    break
+                *_, info = await env.play(turn.actions)
+                ran = info["tool_messages"]
+                for j, (action, _) in enumerate(turn.actions[:len(ran)]):
+                    if not isinstance(action, ToolCall):
+                        continue
+                    recorded = turn.recorded(j, action.id)
+                    if recorded is not None and action.name != "message_user" and recorded != ran[j]["content"]:
+                        drift.append(calls)
+                    calls += 1
+                problem = _reply_mismatch(turn, ran, info["from"])
+                if problem:
+                    return {**base, "status": "error", "reward": None, "verdicts": [], "drift": drift,
+                            "error": f"task {task.id!r}: turn {k} of the completion: {problem}; the completion "
+                                     "answers another conversation and cannot be replayed (a scripted user "
+                                     "replays exactly, an LLM user must answer the same)", "tool_calls": []}
+            end = await env.finish(None)
+        finally:
+            await env.close()
+        result = end["result"]
+        scored = end["scored"]
+        return {**base, "status": end["status"], "drift": drift, "error": end["error"],
+                "reward": reward_of(result.verdicts, {}, self.reward_mode, 0.0) if scored else None,
+                "verdicts": result.verdicts, "error_kind": end["error_kind"], "user_failed": end["user_failed"],
+                "tool_calls": result.trajectory.tool_calls if result.trajectory else []}
+
+
+def _reply_mismatch(turn: Any, ran: list[dict[str, Any]], speaker: str) -> str:
+    """Why the user's reply in the replay is not the one the completion records ('' if it is)."""
+    if speaker != "user":
+        return "the completion records a user message after a turn that sent the user nothing" \
+            if turn.user is not None else ""
+    got = ran[-1]["content"]
+    action = turn.actions[len(ran) - 1][0]
+    want = turn.recorded(len(ran) - 1, action.id) if isinstance(action, ToolCall) else turn.user
+    if want is not None and want.strip() != got.strip():
+        return f"the simulated user replied {got[:200]!r}, the completion records {want[:200]!r}"
+    return ""
 
 
 def final_answer(completion: Any) -> str:
@@ -251,22 +320,26 @@ class PackToolEnv:
         return None if kwargs.get("prompt") else observation
 
     def _call_tool(self, name: str, arguments: dict[str, Any]) -> str:
-        """Run one tool call in this rollout's world and return what the agent sees."""
+        """Run one tool call in this rollout's world (or, ``message_user``, send the simulated user a
+        message) and return what the agent sees."""
         if self.env.done:
-            return "error: the episode is over (the step limit was reached)"
+            return "error: the episode is over" + (" (the user ended the conversation)" if self.outcome and
+                                                   self.outcome.get("user_stopped") else " (the step limit was reached)")
         observation, _, terminated, truncated, info = run_sync(self.env.step({"tool": name, "arguments": arguments}))
         if terminated or truncated:
             self.outcome = self._outcome(info)
+            if info["from"] == "user" and not info["user_failed"]:
+                observation = f"{observation}\n\n(the user ended the conversation)".strip()
         return observation
 
-    async def _finish(self, answer: str = "") -> dict[str, Any]:
-        """End the rollout with ``answer`` as the final message and check the world's end state
-        (idempotent: a rollout already ended keeps its first verdict)."""
+    async def _finish(self, answer: str | None = "") -> dict[str, Any]:
+        """End the rollout with ``answer`` as the final message (to the simulated user, on a
+        multi-turn task; ``None``: say nothing more) and check the world's end state (idempotent:
+        a rollout already ended keeps its first verdict)."""
         if self.outcome is None:
             if self.env.done:
-                raise RuntimeError("no rollout to score: reset() was not called: no rollout to score")
-            _, _, _, _, info = await on_loop(self.env.step(Answer(answer)))
-            self.outcome = self._outcome(info)
+                raise RuntimeError("no rollout to score: reset() was not called")
+            self.outcome = self._outcome(await on_loop(self.env.finish(answer)))
         return self.outcome
 
     def _outcome(self, info: dict[str, Any]) -> dict[str, Any]:
@@ -275,13 +348,16 @@ class PackToolEnv:
             if info["scored"] else None
         return {"task_id": info["task_id"], "split": info["split"], "seed": info["seed"], "status": info["status"],
                 "reward": reward, "verdicts": result.verdicts, "error": info["error"], "result": result,
-                "tool_calls": result.trajectory.tool_calls if result.trajectory else [], "mode": "live"}
+                "tool_calls": result.trajectory.tool_calls if result.trajectory else [], "mode": "live",
+                "error_kind": info["error_kind"], "user_failed": info["user_failed"],
+                "user_stopped": info.get("user_stopped", "")}
 
 
 def _get_reward(self: PackToolEnv) -> float:
     """The verdict of the rollout's world (the final answer is taken as empty: use VerdictReward
-    for packs whose checkers read the answer). An unscored rollout (a broken world) gives 0.0."""
-    outcome = run_sync(self._finish(""))
+    for packs whose checkers read the answer; on a multi-turn task nothing more is said to the
+    user). An unscored rollout (a broken world, a failed simulated user) gives 0.0."""
+    outcome = run_sync(self._finish(None if self.env.user is not None else ""))
     return float(outcome["reward"] or 0.0)
 
 
@@ -291,10 +367,13 @@ def environment_factory(pack: Pack | str | Path, *, split: str = "train", owns_r
     """A class to pass as ``GRPOTrainer(environment_factory=...)``: its public methods are the
     world's tools (probed from a fresh world of the first task), ``reset(**row)`` builds the
     rollout's world. ``options`` go to :class:`AsyncPackEnv` (``reward``, ``max_steps``,
-    ``timeout``, ``judge``, ``judge_weight``). ``task_ids`` restricts the tasks (all of ``split``
+    ``timeout``, ``judge``, ``judge_weight``). On tasks with a simulated user the class also has
+    ``message_user(message)`` (TRL's loop speaks only tools): its result is the user's reply, and
+    the user's own tools are not methods. ``task_ids`` restricts the tasks (all of ``split``
     by default); ``owns_reward`` adds TRL's ``get_reward`` (verdict with an empty final answer)."""
     host = host or get_host()
     pack_obj = resolve_pack(pack, host)
+    options = {"message_tool": True, **options}
     probe = AsyncPackEnv(pack_obj, split=split, host=host, **options)
     if task_ids is not None:
         probe.tasks = [find_task(pack_obj, probe.tasks, t, split) for t in task_ids]

@@ -3,6 +3,11 @@ WebSocket session) over :class:`~agentsynth_rl.env.AsyncPackEnv`, and a typed cl
 
 ``agentsynth rl serve PACK`` runs it; OpenEnv's own clients drive it (``GenericEnvClient``
 with dicts, or :class:`PackEnvClient` with the typed action and observation).
+
+A task with a simulated user plays as in the gym env: an ``answer`` goes to the user, whose reply
+is the observation (``speaker == "user"``, ``done`` false) until the user ends the talk; then the
+reward is the verdict. A failed simulated user ends the episode unscored (``user_failed``,
+``error_kind == "user"``, reward 0).
 """
 
 from __future__ import annotations
@@ -31,7 +36,8 @@ class PackAction(Action):
     tool: str | None = Field(default=None, description="The tool to call")
     arguments: dict[str, Any] | str = Field(default_factory=dict, description="Its arguments (object or JSON text)")
     tool_calls: list[dict[str, Any]] | None = Field(default=None, description="OpenAI tool calls (parallel)")
-    answer: str | None = Field(default=None, description="The final answer: ends the episode")
+    answer: str | None = Field(default=None, description="The final answer (ends the episode), or, on a task "
+                               "with a simulated user, a message to the user (whose reply comes back)")
 
     def to_step(self) -> Any:
         given = [self.tool is not None, self.tool_calls is not None, self.answer is not None]
@@ -59,6 +65,10 @@ class PackObservation(Observation):
     error: str = ""
     error_kind: str = ""
     provenance: dict[str, Any] = Field(default_factory=dict)
+    multi_turn: bool = Field(default=False, description="the task is a conversation with a simulated user")
+    speaker: str = Field(default="", description="who produced this content: world (tool results) or user")
+    user_failed: bool = Field(default=False, description="the simulated user failed: unscored, not the agent's fault")
+    user_usage: dict[str, Any] = Field(default_factory=dict, description="what the simulated user spent")
 
 
 class PackOpenEnv(Environment[PackAction, PackObservation, State]):
@@ -77,8 +87,10 @@ class PackOpenEnv(Environment[PackAction, PackObservation, State]):
             raise ValueError(f"reset: unknown parameter(s) {', '.join(sorted(kwargs))}; accepted: seed, episode_id, task_id")
         content, info = await on_loop(self.core.reset(seed=seed, options={"task_id": task_id} if task_id else None))
         self._state = State(episode_id=episode_id or uuid.uuid4().hex, step_count=0)
+        episode = self.core.episode
         return PackObservation(content=content, task_id=info["task_id"], split=info["split"], seed=info["seed"],
-                               tools=info["tools"], messages=info["messages"], done=False, reward=None)
+                               tools=info["tools"], messages=info["messages"], done=False, reward=None,
+                               multi_turn=episode is not None and episode.task.user is not None, speaker="user")
 
     def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> PackObservation:
         return run_sync(self.reset_async(seed=seed, episode_id=episode_id, **kwargs))
@@ -88,8 +100,11 @@ class PackOpenEnv(Environment[PackAction, PackObservation, State]):
         self._state.step_count += 1
         done = terminated or truncated
         obs = PackObservation(content=content, task_id=info["task_id"], split=info["split"], seed=info["seed"],
-                              tool_messages=info["tool_messages"], done=done, reward=reward if done else 0.0)
+                              tool_messages=info["tool_messages"], done=done, reward=reward if done else 0.0,
+                              multi_turn=self.core.user is not None, speaker=info["from"],
+                              user_usage=info.get("user_usage") or {})
         if done:
+            obs.user_failed = info["user_failed"]
             obs.status, obs.error, obs.error_kind = info["status"], info["error"], info["error_kind"]
             obs.verdicts = info["verdicts"]
             obs.provenance = to_builtins(info["provenance"])

@@ -20,6 +20,12 @@ A world is stateful and must be checked where it lives, so the worlds live in th
   the mean checker score (``"score"``). An episode that could not be checked (a broken world, a
   failing checker) raises, so verifiers records an errored rollout instead of a 0.
 
+A task with a simulated user (``user:``) is a conversation, and verifiers' chat loop speaks only
+tools: such a rollout's world also offers ``message_user(message)``, whose result is the user's
+reply (the user's own tools are not listed); the talk goes on until the user ends it, and the
+model's last reply is its last message to the user. A failed simulated user raises (an errored
+rollout, not a 0), like a failed world.
+
 :class:`PackHarness` is verifiers' tool-less ``null`` chat loop: the model gets the world's tools
 and nothing else (no bash on the host).
 """
@@ -41,7 +47,7 @@ from verifiers.v1.envs.single_agent import SingleAgentEnvConfig
 from verifiers.v1.harnesses.null import NullHarness
 from verifiers.v1.mcp import SharedToolsetConfig, Toolset
 
-from agentsynth_kernel import Answer, to_builtins
+from agentsynth_kernel import to_builtins
 
 from .env import AsyncPackEnv, resolve_pack, reward_of
 from .grpo import dataset_rows
@@ -165,7 +171,8 @@ class Sessions:
         if data.pack_hash and pack.content_hash != data.pack_hash:
             logger.warning("pack %r: content hash %s differs from the exported %s (the installed pack changed)",
                            pack.id, pack.content_hash, data.pack_hash)
-        env = AsyncPackEnv(pack, split=data.split, reward=data.reward, max_steps=data.max_steps, timeout=timeout)
+        env = AsyncPackEnv(pack, split=data.split, reward=data.reward, max_steps=data.max_steps, timeout=timeout,
+                           message_tool=True)
         await env.reset(seed=data.seed, options={"task_id": data.task_id})
         sid = uuid.uuid4().hex
         self.envs[sid] = env
@@ -180,8 +187,7 @@ class Sessions:
         try:
             if sid not in self.outcomes:
                 assert env is not None
-                _, _, _, _, info = await env.step(Answer(answer))
-                self.outcomes[sid] = info
+                self.outcomes[sid] = await env.finish(answer)
             info = self.outcomes.pop(sid)
         finally:
             await self._close(sid)
@@ -239,8 +245,8 @@ class Sessions:
         if not isinstance(body, dict) or not isinstance(body.get("name"), str):
             raise web.HTTPBadRequest(text="expected a JSON body {name, arguments}")
         if env.done:
-            return web.json_response({"content": "error: the episode is over (the step limit was reached)",
-                                      "error": True})
+            return web.json_response({"content": "error: the episode is over (the step limit was reached, or "
+                                                 "the user ended the conversation)", "error": True})
         episode = env.episode
         assert episode is not None
         traj = episode.trajectory

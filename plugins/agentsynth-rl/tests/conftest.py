@@ -1,7 +1,10 @@
 """A small real world for this plugin's tests: a key-value store with ``get`` / ``put`` tools and
 checkers that read its end state. Registered on a fresh host per test (the kernel's add_plugin),
-so the default test session needs no other plugin; tests over the SQL ``core`` pack skip
-unless agentsynth-sql is installed (``nox -s rl-train`` installs it)."""
+so the default test session needs no other plugin; tests over the SQL ``core`` and ``support``
+packs skip unless agentsynth-sql is installed (``test-with`` in pyproject.toml: it is).
+
+The ``export`` tests (fresh venvs, minutes) run only where asked: ``-m export`` (``nox -s
+rl-export``) or with trl installed (``nox -s rl-train``), not in ``plugin(agentsynth-rl)``."""
 
 from __future__ import annotations
 
@@ -139,6 +142,17 @@ tasks:
     split: test
     checkers: [{type: kv_equals, key: b, value: "2"}, {type: kv_equals, key: a, value: "9"}]
 """
+
+
+def pytest_collection_modifyitems(config, items):
+    import importlib.util
+
+    if "export" in (config.getoption("-m") or "") or importlib.util.find_spec("trl") is not None:
+        return
+    skip = pytest.mark.skip(reason="installs exported packages in fresh venvs: nox -s rl-export (or rl-train)")
+    for item in items:
+        if item.get_closest_marker("export") is not None:
+            item.add_marker(skip)
 
 
 @pytest.fixture

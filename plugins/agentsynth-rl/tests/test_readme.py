@@ -48,3 +48,13 @@ def test_the_export_commands_write_their_packages(core, tmp_path, monkeypatch):
     assert (tmp_path / "exports/core-oe/server/Dockerfile").is_file()
     with pytest.raises(SystemExit):  # a second export into the same directory needs --force
         main(["pack", "export", "core", "--format", "openenv", "--out", "exports/core-oe"])
+
+
+def test_the_multi_turn_example_talks_to_the_user_then_earns_the_verdict(host, monkeypatch):
+    pytest.importorskip("agentsynth_sql")
+    monkeypatch.chdir(Path(__file__).resolve().parents[3])  # the example loads the support pack by path
+    code = blocks(section("Multi-turn tasks (a simulated user)"), "python")[0]
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(code, "README.md#Multi-turn", "exec"), {})
+    assert out.getvalue().splitlines() == ["It's under sam@example.com. user False", "1.0 True passed"]
