@@ -161,6 +161,22 @@ def test_pack_directory_loads_by_path_and_selects_split(write, host):
     assert pack.task_checkers(pack.tasks[0])[0].type == "called_tool"
 
 
+def test_the_loader_fields_are_set_on_a_copy_and_are_not_pack_keys(write, host, tmp_path):
+    from agentsynth_kernel.spec import located
+
+    path = write("mypack/pack.yaml", "environment: {type: kv}\ntasks: [{id: t1, instruction: x, checkers: [answer_contains]}]\n")
+    pack = load_pack(path.parent, host=host)
+    assert (pack.base_dir, pack.source) == (path.parent.resolve(), str(path)) and pack.content_hash.startswith("sha256:")
+    moved = located(pack, base_dir=tmp_path / "elsewhere", source="elsewhere/pack.yaml", content_hash="sha256:x")
+    assert (moved.base_dir, moved.source, moved.content_hash) == (tmp_path / "elsewhere", "elsewhere/pack.yaml", "sha256:x")
+    assert pack.base_dir == path.parent.resolve() and pack.content_hash != "sha256:x"  # the original is unchanged
+    assert moved.tasks == pack.tasks and moved.task_environment(moved.tasks[0]).type == "kv"
+    write("mypack/pack.yaml", path.read_text() + "base_dir: /etc\ncontent_hash: sha256:forged\n")
+    with pytest.raises(SpecError) as info:
+        load_pack(path.parent, host=host)
+    assert f"{path}: base_dir: unknown key" in str(info.value) and f"{path}: content_hash: unknown key" in str(info.value)
+
+
 def test_pack_directory_without_pack_yaml(tmp_path, host):
     (tmp_path / "empty").mkdir()
     with pytest.raises(SpecError, match="pack directory has no pack.yaml"):

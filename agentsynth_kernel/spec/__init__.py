@@ -40,6 +40,7 @@ from .packs import (
     check_pack,
     load_pack,
     load_run_spec,
+    located,
     resolve_pack,
     run_settings_problems,
     select_tasks,
@@ -53,6 +54,6 @@ __all__ = [
     "CONTEXT_PARAMS", "MAX_CONCURRENCY", "MAX_DEPTH", "MAX_FILE_BYTES", "MAX_STEPS", "MAX_TIMEOUT", "MAX_TRIALS",
     "MAX_VALUES", "SPLITS", "Bounds", "Budget", "ComponentSpec", "InvalidValue", "Pack", "RunSpec", "Task", "UserSpec",
     "absolute_code_refs", "build", "check_component", "check_pack", "check_shape", "content_hash", "converter",
-    "expand_variables", "load_pack", "load_run_spec", "parse_component", "read_spec_yaml", "read_yaml",
+    "expand_variables", "load_pack", "load_run_spec", "located", "parse_component", "read_spec_yaml", "read_yaml",
     "resolve_pack", "run_settings_problems", "select_tasks", "structure", "unstructure",
 ]

@@ -9,6 +9,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 from ..errors import SpecError, did_you_mean
 from ..plugins import PluginHost, get_host
 from .loader import content_hash, read_spec_yaml
@@ -20,6 +22,20 @@ MAX_TRIALS = 10_000
 MAX_CONCURRENCY = 4096
 MAX_STEPS = 100_000
 MAX_TIMEOUT = 7 * 24 * 3600.0
+
+
+def located(pack: Pack, *, base_dir: Path, source: str, content_hash: str) -> Pack:
+    """A copy of ``pack`` that knows where it was loaded from: its folder (relative paths in it
+    resolve there), its file and its content hash (results name what they ran).
+
+    These fields are ``init=False`` so that they are not pack.yaml keys (structuring, the reference
+    page and ``unstructure`` skip them), hence not arguments of ``attrs.evolve``: they are set on
+    the new copy, which nothing else holds yet, as attrs's own ``__init__`` sets the fields of a
+    frozen class. ``pack`` itself is not changed."""
+    out = attrs.evolve(pack)
+    for name, value in (("base_dir", base_dir), ("source", source), ("content_hash", content_hash)):
+        object.__setattr__(out, name, value)
+    return out
 
 
 def load_pack(ref: str | Path, *, host: PluginHost | None = None, validate: bool = True) -> Pack:
@@ -42,10 +58,8 @@ def load_pack(ref: str | Path, *, host: PluginHost | None = None, validate: bool
     if isinstance(data.get("id"), str) and not _ID_RE.match(data["id"]):  # it names run directories
         raise SpecError(source, [f"id: {data['id']!r} is not a valid id (letters, digits, '_', '-', '.')"])
     data.setdefault("id", file.parent.name if file.name == "pack.yaml" else file.stem)
-    pack: Pack = structure(data, Pack, source=source)
-    object.__setattr__(pack, "base_dir", file.parent.resolve())
-    object.__setattr__(pack, "source", source)
-    object.__setattr__(pack, "content_hash", content_hash(file.parent if file.name == "pack.yaml" else file))
+    pack = located(structure(data, Pack, source=source), base_dir=file.parent.resolve(), source=source,
+                   content_hash=content_hash(file.parent if file.name == "pack.yaml" else file))
     if validate:
         problems = check_pack(pack, host)
         if problems:
@@ -169,11 +183,9 @@ def resolve_pack(spec: RunSpec, *, base_dir: Path, source: str, host: PluginHost
         if spec.environment is not None:
             problems.append("environment: set in the pack; 'environment:' here is only for inline tasks")
     else:
-        pack = Pack(id=spec.name or Path(source).stem, tasks=list(spec.tasks or []),
-                    environment=spec.environment, oracle=spec.oracle)
-        object.__setattr__(pack, "base_dir", base_dir.resolve())
-        object.__setattr__(pack, "source", source)
-        object.__setattr__(pack, "content_hash", content_hash(Path(source)))
+        pack = located(Pack(id=spec.name or Path(source).stem, tasks=list(spec.tasks or []),
+                            environment=spec.environment, oracle=spec.oracle),
+                       base_dir=base_dir.resolve(), source=source, content_hash=content_hash(Path(source)))
         if not packless:
             problems += check_pack(pack, host)
     problems += check_component("policy", spec.policy, "policy", host, base_dir)

@@ -301,10 +301,10 @@ def relabel_data(value: Any, relabel: Callable[[str], str]) -> Any:
 
 def sibling_pack(pack: Pack, task: Task) -> Pack:
     """``pack`` holding only ``task``, with the loader's fields (folder, source, hash) kept."""
-    out = attrs.evolve(pack, tasks=[task])
-    for name in ("base_dir", "source", "content_hash"):
-        object.__setattr__(out, name, getattr(pack, name))
-    return out
+    from ..spec import located
+
+    return located(attrs.evolve(pack, tasks=[task]), base_dir=pack.base_dir, source=pack.source,
+                   content_hash=pack.content_hash)
 
 
 async def sibling_problems(pack: Pack, task: Task, *, host: PluginHost, seed: int = 0,
