@@ -19,10 +19,10 @@ import pytest
 from agentsynth_kernel import (
     Answer,
     ComponentSpec,
-    EpisodeConfig,
+    RunSpec,
     ToolCall,
+    execute,
     load_pack,
-    run_episode,
     to_openai_messages,
 )
 from agentsynth_rl import AsyncPackEnv, PackEnv, VerdictReward, environment_factory
@@ -40,11 +40,11 @@ def support(host):
 
 @pytest.fixture
 def oracle_runs(support, host):
-    """The kernel engine's episodes of the pack's oracle on every task (seed 11)."""
-    async def run():
-        config = EpisodeConfig(ComponentSpec("oracle"))
-        return [await run_episode(host, support, t, 0, SEED, config) for t in support.tasks]
-    return asyncio.run(run())
+    """The kernel engine's run (``agentsynth_kernel.execute``) of the pack's oracle on every task;
+    each result carries its episode's seed, which the gym env is reset with."""
+    spec = RunSpec(policy=ComponentSpec("oracle"), pack=str(SUPPORT), seed=SEED, concurrency=1)
+    report = asyncio.run(execute(spec, support, host=host))
+    return sorted(report.results, key=lambda r: [t.id for t in support.tasks].index(r.task_id))
 
 
 def turns_of(trajectory):
@@ -85,7 +85,7 @@ def test_the_oracle_through_the_gym_env_passes_every_task_as_the_engine_does(sup
     assert [r.status for r in oracle_runs] == ["passed"] * 4
     env = PackEnv(support, host=host, split="all")
     for run in oracle_runs:
-        first, info = env.reset(seed=SEED, options={"task_id": run.task_id})
+        first, info = env.reset(seed=run.seed, options={"task_id": run.task_id})
         assert first.startswith(support.tasks[[t.id for t in support.tasks].index(run.task_id)].instruction)
         assert [t["function"]["name"] for t in info["tools"]] == ["sql_query", "sql_execute"]
         (obs, reward, terminated, truncated, end), seen = play(env, turns_of(run.trajectory))
@@ -277,11 +277,12 @@ def test_reward_function_replays_the_conversation_against_the_same_user(support,
     reward = VerdictReward(support, host=host, split="all")
     completions = [to_openai_messages(r.trajectory)[2:] for r in oracle_runs]  # after system + opening message
     ids = [r.task_id for r in oracle_runs]
-    assert reward(prompts=[None] * 4, completions=completions, task_id=ids, seed=[SEED] * 4) == [1.0] * 4
+    seeds = [r.seed for r in oracle_runs]
+    assert reward(prompts=[None] * 4, completions=completions, task_id=ids, seed=seeds) == [1.0] * 4
     assert all(d["drift"] == [] and d["status"] == "passed" for d in reward.last)
     # the agent's messages alone (no recorded user replies): the scripted user is re-driven, same verdicts
     alone = [[m for m in c if m["role"] != "user"] for c in completions]
-    assert reward(prompts=[None] * 4, completions=alone, task_id=ids, seed=[SEED] * 4) == [1.0] * 4
+    assert reward(prompts=[None] * 4, completions=alone, task_id=ids, seed=seeds) == [1.0] * 4
 
 
 def test_reward_function_scores_shortcuts_zero_and_refuses_another_conversation(support, host):
@@ -307,7 +308,7 @@ def test_environment_factory_talks_through_message_user(support, host, oracle_ru
     assert {"sql_query", "sql_execute", "message_user"} <= set(dir(cls))
     run = next(r for r in oracle_runs if r.task_id == "change-address")
     env = cls()
-    env.reset(task_id="change-address", seed=SEED, prompt=[{"role": "user", "content": "x"}])
+    env.reset(task_id="change-address", seed=run.seed, prompt=[{"role": "user", "content": "x"}])
     replies = []
     for step in run.trajectory.steps[:-1]:  # the last answer is the completion's final text
         if isinstance(step.action, Answer):
@@ -355,7 +356,7 @@ def test_openenv_server_plays_the_conversation(support, host, oracle_runs):
     try:
         run = next(r for r in oracle_runs if r.task_id == "cancel-shipped-refused")
         with GenericEnvClient(base_url=url).sync() as env:
-            first = env.reset(task_id=run.task_id, seed=SEED)
+            first = env.reset(task_id=run.task_id, seed=run.seed)
             assert first.observation["multi_turn"] is True
             results = []
             for actions in turns_of(run.trajectory):
