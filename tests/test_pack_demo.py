@@ -12,7 +12,6 @@ import pytest
 import yaml
 
 from agentsynth_kernel import ComponentSpec, RunSpec, hookimpl, load_pack, run
-from agentsynth_kernel.cli import cli as cli_group
 from agentsynth_kernel.commands import pack_demo
 
 
@@ -22,7 +21,7 @@ class KVDemo:
     def __init__(self, mode: str = "exact") -> None:
         self.mode = mode
 
-    @hookimpl(optionalhook=True)
+    @hookimpl
     def checks_from_demo(self, environment, world, trajectory):
         if environment != "kv":
             return None
@@ -38,15 +37,6 @@ class KVDemo:
         if self.mode == "weak":  # a check that holds whatever the agent does
             checks = [{"type": "kv_equals", "key": "never-set", "value": None}]
         return {"changes": len(changed), "checkers": checks, "summary": [f"{k} -> {v!r}" for k, v in changed.items()]}
-
-
-@pytest.fixture(autouse=True)
-def _command(monkeypatch):
-    """Until the kernel patch registers ``--from-demo`` on `pack new`, the module's own command stands in."""
-    group = cli_group.get_command(None, "pack")
-    new = group.get_command(None, "new")
-    if not any("--from-demo" in p.opts for p in new.params):
-        monkeypatch.setitem(group.commands, "new", pack_demo.command)
 
 
 def demo(write, actions, **extra) -> Path:

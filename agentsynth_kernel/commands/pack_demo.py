@@ -279,8 +279,6 @@ async def _play(demo: Demo, host: Any) -> tuple[dict[str, Any], Any]:
                 raise AgentsynthError(f"{demo.source}: {exc}") from None
             except Exception as exc:  # a plugin's bug: named, not a traceback
                 raise AgentsynthError(f"{demo.source}: the {kind!r} world's {HOOK} hook failed: {_why(exc)}") from None
-            if isinstance(result, list):  # before the hookspec is registered pluggy returns every result
-                result = next((r for r in result if r is not None), None)
         if result is None:
             raise AgentsynthError(f"{demo.source}: no installed plugin writes checks from a demonstration in a "
                                   f"{kind!r} world (the {HOOK} hook)")
@@ -477,17 +475,3 @@ def new_from_demo_option(name: str, demo: str | None, out: Path | None, *, paren
         raise click.UsageError("--from-demo takes the world from the demonstration: leave out "
                                + ("--from-schema" if schema is not None else "--env"))
     new_from_demo(name, demo, out, parent=parent)
-
-
-
-@click.command("new-from-demo")
-@click.argument("name")
-@click.option("--from-demo", "demo", required=True, metavar="FILE|RUN_DIR/TASK[/TRIAL]",
-              help="A demonstration file (YAML) or a stored episode of a run.")
-@click.option("-o", "--out", type=click.Path(path_type=Path, file_okay=False), default=None,
-              help="The pack directory to write (default: ./NAME).")
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=60.0, show_default=True,
-              help="Seconds for one replay of the demonstration.")
-def command(name: str, demo: str, out: Path | None, timeout: float) -> None:
-    """Create pack NAME from a recorded demonstration (what `pack new --from-demo` runs)."""
-    new_from_demo(name, demo, out, timeout=timeout)

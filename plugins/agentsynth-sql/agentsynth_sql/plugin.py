@@ -82,7 +82,7 @@ def register_commands(cli: Any) -> None:
         group.add_command(make_command())
 
 
-@hookimpl(optionalhook=True)  # optional until the kernel's hookspec is installed everywhere
+@hookimpl
 def checks_from_demo(environment: str, world: Any, trajectory: Any) -> dict[str, Any] | None:
     """State checks for exactly what a demonstration changed in an ``sql`` world (``pack new --from-demo``)."""
     if environment != "sql":

@@ -5,7 +5,6 @@ and no agent that does less, more or something else passes it."""
 from __future__ import annotations
 
 import contextlib
-import importlib
 import io
 import textwrap
 from pathlib import Path
@@ -16,7 +15,7 @@ import pytest
 import yaml
 
 from agentsynth_kernel import ComponentSpec, RunSpec, load_pack, run
-from agentsynth_kernel.cli import cli, main
+from agentsynth_kernel.cli import main
 
 SCHEMA = """\
 CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT NOT NULL, email TEXT NOT NULL UNIQUE);
@@ -62,18 +61,6 @@ def world(tmp_path: Path) -> Path:
 class Result:
     exit_code: int
     output: str
-
-
-@pytest.fixture(autouse=True)
-def _pack_new_from_demo(monkeypatch):
-    """Until the kernel registers ``--from-demo`` on `pack new` (/tmp/kernel-requests/demo.patch),
-    the same command of agentsynth_kernel.commands.pack_demo stands in as `pack new`."""
-    group = cli.get_command(None, "pack")
-    new = group.get_command(None, "new")  # type: ignore[union-attr]
-    if not any("--from-demo" in p.opts for p in new.params):
-        # a stand-in for the registration only (remove once the patch is applied): not an import of plugin code
-        command = importlib.import_module("agentsynth_kernel.commands.pack_demo").command
-        monkeypatch.setitem(group.commands, "new", command)  # type: ignore[union-attr]
 
 
 def agentsynth(*args: str) -> Result:
