@@ -124,7 +124,6 @@ class Manager:
         self.servers: dict[Path, EmbeddedServer] = {}
         self.endpoints: dict[str, tuple[str, str, EmbeddedServer | None]] = {}
         self.lock = threading.RLock()
-        self.active_runs = 0
 
     def endpoint(self, model: str) -> tuple[str, str]:
         """(api_base, model name on the wire) for ``local`` / ``local/NAME``; starts the server if needed."""
