@@ -329,3 +329,37 @@ def test_kill_9_mid_batch_resumes_by_polling_the_same_batch(tmp_path):
     # the killed session's worst-case reservations were settled at the real cost, nothing counted twice
     assert out["spent_tokens"] == 4 * (11 + 5)
     assert out["spend"] == [4 * (11 + 5), out["spend"][1], 0]
+
+
+# --- a whole run ----------------------------------------------------------------------------------
+
+RUN_SPEC = """
+environment: {{type: kv, initial: {{a: "1"}}}}
+tasks:
+  - id: copy-a
+    instruction: Copy the value of a into b.
+    checkers: [{{type: kv_equals, key: b, value: "1"}}]
+policy: {{type: llm, model: openai/gpt-4o-mini, api_base: {base}, api_key_env: BATCH_TEST_KEY, max_turns: 2}}
+trials: 4
+concurrency: 4
+budget: {{tokens: 100000}}
+"""
+
+
+def test_a_run_batches_its_episodes_requests_and_keeps_the_journal_in_the_run_dir(host, write, tmp_path,
+                                                                                  monkeypatch):
+    from agentsynth_kernel.engine import execute
+    from agentsynth_kernel.spec import load_run_spec
+
+    monkeypatch.setenv("AGENTSYNTH_LLM_BATCH", json.dumps({"poll_s": 0.01, "collect_s": 0.2}))
+    monkeypatch.setenv("AGENTSYNTH_LLM_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("BATCH_TEST_KEY", KEY)
+    with BatchStandIn(api_key=KEY) as server:
+        spec, pack = load_run_spec(write("spec.yaml", RUN_SPEC.format(base=server.base_url)), host=host)
+        report = asyncio.run(execute(spec, pack, host=host, run_dir=tmp_path / "run"))
+    results = list(report.results)
+    # answered (wrongly: nothing was set, so the checker fails them), no episode error
+    assert [(r.status, r.error) for r in results] == [("failed", "")] * 4, [r.error for r in results]
+    assert all("echo: Copy the value" in json.dumps(r.trajectory, default=str) for r in results)
+    assert len(server.created) == 1 and len(server.batches[server.created[0]]["items"]) == 4
+    assert (tmp_path / "run" / "llm-batches.sqlite").is_file()
