@@ -336,7 +336,7 @@ class ShingleStore:
     records are positioned reads of only the candidate's bytes.
     """
 
-    def __init__(self, memory_bytes: int = 64 << 20, spill_dir: str | Path | None = None) -> None:
+    def __init__(self, memory_bytes: int = 16 << 20, spill_dir: str | Path | None = None) -> None:
         self.memory_elems = max(1, memory_bytes // 8)
         self.spill_dir = spill_dir
         self._bounds = np.zeros(1025, dtype=np.int64)  # record i: elements bounds[i] .. bounds[i+1]
@@ -428,7 +428,7 @@ class LSHDeduper:
 
     def __init__(self, threshold: float = 0.8, num_perm: int = 128, *, verify: bool = True,
                  bands: int | None = None, seed: int = 7, recall: float = 0.97, bucket_cap: int = 8,
-                 max_checks: int = 32, memory_bytes: int = 64 << 20, spill_dir: str | Path | None = None) -> None:
+                 max_checks: int = 32, memory_bytes: int = 16 << 20, spill_dir: str | Path | None = None) -> None:
         if not 0.0 < threshold <= 1.0:
             raise ValueError(f"threshold must be in (0, 1], got {threshold}")
         self.threshold = threshold
