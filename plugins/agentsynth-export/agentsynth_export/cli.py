@@ -8,11 +8,11 @@ import uuid
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import click
 
-from agentsynth_kernel import AgentsynthError, EpisodeResult, Trajectory, Usage
+from agentsynth_kernel import AgentsynthError, EpisodeResult, Status, Trajectory, Usage
 
 from . import __version__
 
@@ -180,7 +180,7 @@ def imported_results(trajectories: Iterable[Trajectory], *, status: str, provena
         trial = trials[traj.task_id]
         trials[traj.task_id] += 1
         yield EpisodeResult(
-            task_id=traj.task_id, trial=trial, seed=0, status=rec_status, trajectory=traj, usage=usage,
+            task_id=traj.task_id, trial=trial, seed=0, status=cast(Status, rec_status), trajectory=traj, usage=usage,
             scores=scores, provenance={**provenance, "line": meta.get("line")},
         )
 
