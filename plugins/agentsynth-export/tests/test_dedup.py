@@ -259,3 +259,24 @@ def test_dedup_command_writes_a_new_run(tmp_path):
     assert proc.returncode == 2 and "already holds 2 episodes" in proc.stderr
     proc = agentsynth("dedup", str(run), "-o", str(tmp_path / "o2"), "--decontaminate", "no-such-pack")
     assert proc.returncode == 2 and "no such pack" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_flood_of_similar_boilerplate_stays_linear_and_removes_nothing_below_the_threshold():
+    """Hostile input: thousands of records that share most of their bands with each other, all below
+    the threshold. Checks per record are capped (bucket cap, max_checks), and nothing is removed."""
+    from agentsynth_export.synthetic import PlantedCorpus, jaccard
+
+    rng = random.Random(5)
+    base = [f"b{i}" for i in range(120)]
+    texts = []
+    for _ in range(1500):
+        words = base[:]
+        for pos in rng.sample(range(len(words)), 5):  # 5 of 120 words: J with another copy ~0.6-0.7
+            words[pos] = f"u{rng.randrange(10**9)}"
+        texts.append(" ".join(words))
+    assert max(jaccard(texts[0], t) for t in texts[1:50]) < 0.8
+    matches, lsh = _dedup_corpus(PlantedCorpus(texts, list(range(len(texts))), {}, {}, 0.8, 5))
+    assert lsh.candidates > 10 * len(texts)  # they do collide, massively
+    assert lsh.checks <= lsh.max_checks * len(texts)
+    bad = [(i, j) for i, j in matches.items() if jaccard(texts[i], texts[j]) < 0.8]
+    assert bad == []
