@@ -18,8 +18,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from agentsynth_kernel import AgentsynthError, Bounds, BudgetExceeded, EpisodeResult, from_json
 
-from .worker import BudgetBroker, EpisodeWorker
-
 if TYPE_CHECKING:
     from agentsynth_kernel import EpisodeConfig, Pack, PluginHost, RunInfo, Task
 
@@ -141,6 +139,8 @@ class RayExecutor:
         if run.spec.budget.usd is not None or run.spec.budget.tokens is not None:
             from agentsynth_kernel import client_for
 
+            from .worker import BudgetBroker
+
             # the driver's own client: its ledger holds the cap, what earlier sessions spent and the
             # store's journal (kernel logic, unchanged); workers reserve on it through the broker
             self.ledger = client_for(run).ledger
@@ -165,6 +165,8 @@ class RayExecutor:
 
     def _spawn(self) -> _Worker:
         import ray
+
+        from .worker import EpisodeWorker  # its budget ledger imports the kernel's LLM client
 
         self._serial += 1
         name = f"w{self._serial}"
