@@ -246,6 +246,11 @@ nothing else. **Reward**: the pack's checkers read the world's end state when th
 is an error, not a `0`. Serves the `{info["split"]}` split unless `--env.taskset.split test|all`;
 every trace's task data carries `task_id`, `split` and `seed`.
 
+A task with a simulated user (`user:`) is a conversation: the model talks to the user through the
+`message_user(message)` tool (its result is the user's reply; the user's own tools are not
+listed), and the verdict comes once the user ended the talk, or when the model stops (its last
+reply is its last message to the user). A failed simulated user is an errored rollout, not a `0`.
+
 Pack content hash at export: `{pack.content_hash}`.
 """)
 
@@ -400,7 +405,9 @@ with {prefix}Env(base_url="http://127.0.0.1:8000").sync() as env:
     end = env.step({prefix}Action(answer="done"))   # end.reward: the checkers' verdict
 ```
 
-An action is exactly one of `tool` (+ `arguments`), `tool_calls` (OpenAI shape) or `answer`.
+An action is exactly one of `tool` (+ `arguments`), `tool_calls` (OpenAI shape) or `answer`. On a
+task with a simulated user (`multi_turn` in the reset observation) an `answer` is a message to the
+user: its reply is the observation (`speaker == "user"`, not `done`) until the user ends the talk.
 **Reward**: `0.0` until the episode ends; then `1.0` if every checker of the task passed on the
 world's end state, else `0.0`. The server serves the `{info["split"]}` split
 (`AGENTSYNTH_SPLIT=test` for held-out tasks); every observation names its `split` and `seed`.

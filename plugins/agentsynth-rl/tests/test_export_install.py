@@ -108,6 +108,12 @@ def test_verifiers_export_evaluates_to_the_kernels_verdicts(core, host, tmp_path
     assert probe["finish"] == {"split": "train", "status": "passed", "scored": True, "reward": 1.0}
     assert probe["other_world"] == {"status": "failed", "reward": 0.0}  # worlds are not shared
     assert "already scored" in probe["finish_again"]
+    # a multi-turn task (the support pack's scripted customer): the talk goes through message_user
+    talk = json.loads(run(python, str(DRIVERS / "sessions_talk.py")).stdout.strip().splitlines()[-1])
+    assert talk["tools"] == ["sql_query", "sql_execute", "message_user"]
+    assert talk["replies"][0] == "My email is sam@example.com." and talk["replies"][2] == "The new address is 12 Elm St."
+    assert talk["oracle"] == {"status": "passed", "reward": 1.0, "scored": True, "error_kind": ""}
+    assert talk["shortcut"] == {"status": "failed", "reward": 0.0, "scored": True}
 
     names = ["update-email", "mark-shipped", "lookup-customer-email", "deactivate-customer"]
     proc = run(python, str(DRIVERS / "vf_eval.py"), done.distribution, str(work / "runs"), "--names", ",".join(names))

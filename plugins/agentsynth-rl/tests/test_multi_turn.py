@@ -372,3 +372,23 @@ def test_openenv_server_plays_the_conversation(support, host, oracle_runs):
     finally:
         srv.should_exit = True
         thread.join(timeout=30)
+
+
+def test_environment_owned_reward_grades_the_talk_so_far(support, host, oracle_runs):
+    """``get_reward`` (TRL's environment-owned reward) says nothing more to the user: a talk the
+    user has not ended is cut by the agent and graded; asking nothing and acting earns 0."""
+    cls = environment_factory(support, host=host, split="all", task_ids=["refund-broken-kettle"], owns_reward=True)
+    run = next(r for r in oracle_runs if r.task_id == "refund-broken-kettle")
+    env = cls()
+    env.reset(task_id=run.task_id, seed=run.seed)
+    for step in run.trajectory.steps[:-2]:  # up to the "Done" message, which gets "Thanks, that's all."
+        if isinstance(step.action, Answer):
+            env.message_user(message=step.action.content)
+        else:
+            getattr(env, step.action.name)(**step.action.arguments)
+    assert env.get_reward() == 1.0 and env.outcome["status"] == "passed" and env.outcome["user_stopped"] == ""
+    assert env.get_reward() == 1.0  # idempotent: the first verdict stays
+    env.reset(task_id=run.task_id, seed=run.seed)
+    for call in REFUND:
+        env.sql_execute(**call.arguments)
+    assert env.get_reward() == 0.0 and env.outcome["error_kind"] == "agent"
