@@ -252,3 +252,36 @@ def test_the_original_oracle_replayed_fails_every_relabelled_task(held_out, tmp_
     # and the relabelled oracle passes them all
     proc = agentsynth("bench", "--pack", str(out), "--policy", "oracle", "--min-pass-rate", "100%", "-q")
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_a_plugin_whose_perturb_task_raises_fails_that_task_not_the_command(core, tmp_path):
+    from agentsynth_export.contamination import relabel_tasks
+    from agentsynth_kernel import get_host, hookimpl
+
+    class Broken:
+        @hookimpl
+        def perturb_task(self, pack, task, seed):
+            if task.id == "mark-shipped":
+                raise RuntimeError("relabeller exploded")
+            return None  # the next plugin (sql) answers for the others
+
+    host = get_host()
+    host.pm.register(Broken(), name="test-broken-perturb")
+    try:
+        _, oracles = contamination_report(core, [unrelated(tmp_path / "c.jsonl")])
+        relabelled, skipped = relabel_tasks(core, oracles, verify=False)
+    finally:
+        host.pm.unregister(name="test-broken-perturb")
+    assert "relabeller exploded" in skipped["mark-shipped"]
+    assert relabelled and "mark-shipped" not in [t.id for t, _ in relabelled]
+
+
+def test_a_broken_oracle_is_an_error_naming_its_file(core, tmp_path):
+    pack_dir = tmp_path / "broken"
+    shutil.copytree(core.base_dir, pack_dir, ignore=shutil.ignore_patterns("__pycache__"))
+    (pack_dir / "oracle.py").write_text("ORACLE = {\n", encoding="utf-8")
+    pack = load_pack(pack_dir)
+    with pytest.raises(AgentsynthError, match=r"broken/oracle\.py"):
+        contamination_report(pack, [unrelated(tmp_path / "c.jsonl")])
+    proc = agentsynth("pack", "contamination", str(pack_dir), "--corpus", str(tmp_path / "c.jsonl"))
+    assert proc.returncode == 2 and "oracle.py" in proc.stderr and "Traceback" not in proc.stderr
