@@ -162,14 +162,16 @@ def _open_text(path: Path) -> io.TextIOBase:
 
 
 def _strings(value: Any, out: list[str]) -> None:
-    if isinstance(value, str):
-        out.append(value)
-    elif isinstance(value, dict):
-        for v in value.values():
-            _strings(v, out)
-    elif isinstance(value, list):
-        for v in value:
-            _strings(v, out)
+    """Every string inside a decoded JSON value, in order (iterative: nesting depth costs no stack)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            out.append(item)
+        elif isinstance(item, dict):
+            stack.extend(reversed(list(item.values())))
+        elif isinstance(item, list):
+            stack.extend(reversed(item))
 
 
 _INVISIBLE = dict.fromkeys(map(ord, "\u00ad\u180e\u200b\u200c\u200d\u200e\u200f\u2060\u2061\u2062\u2063\u2064\ufeff"))
@@ -208,7 +210,7 @@ def corpus_records(path: Path) -> Iterator[tuple[str, bool]]:
                 continue
             try:
                 value = decode(line)
-            except msgspec.DecodeError:
+            except (msgspec.DecodeError, RecursionError):  # not JSON, or nested deeper than msgspec decodes
                 yield line, False
                 continue
             parts: list[str] = []

@@ -131,6 +131,19 @@ def test_a_huge_jsonl_line_is_read_in_chunks(core, tmp_path, monkeypatch):
     assert report["corpus"]["records"] > 20  # the long line went through as text chunks, the next line as JSON
 
 
+def test_deeply_nested_or_broken_json_lines_are_read_as_text(core, tmp_path):
+    instruction, _ = texts_of(core, "refund-and-restock")
+    deep = "[" * 100_000 + json.dumps(instruction) + "]" * 100_000
+    nested = json.dumps(instruction)
+    for _ in range(500):  # decodable, but deep
+        nested = '{"k": [' + nested + "]}"
+    corpus = tmp_path / "deep.jsonl"
+    corpus.write_text(deep + "\n" + nested + "\n{not json " + instruction + "\n", encoding="utf-8")
+    report, _ = contamination_report(core, [corpus])
+    assert row(report, "refund-and-restock")["instruction"]["overlap"] == 1.0
+    assert report["corpus"]["records"] == 3
+
+
 def test_the_held_out_copy_leaves_out_links_out_of_the_pack(core, tmp_path):
     from agentsynth_export.contamination import relabel_tasks, write_held_out
 
