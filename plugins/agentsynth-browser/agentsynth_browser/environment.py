@@ -28,14 +28,16 @@ import sqlite3
 import tempfile
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urldefrag, urljoin, urlsplit
 
 from agentsynth_kernel import Observation, ToolCall, ToolSpec, import_file, import_object
 
 from . import launcher
-from .server import AppServer, static_app
 from .snapshot import SNAPSHOT_JS, render, selector_for
+
+if TYPE_CHECKING:  # the app server (wsgiref, http.server) is imported when a world serves an app
+    from .server import AppServer
 
 _STR = {"type": "string"}
 _ELEMENT = {
@@ -257,6 +259,8 @@ class BrowserEnvironment:
                         raise ValueError(f"setup_sql[{i}]: {exc}") from exc
             finally:
                 con.close()
+        from .server import AppServer, static_app
+
         wsgi = None
         if self.app_ref:
             wsgi = self._load_app(seed)
