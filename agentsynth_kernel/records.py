@@ -209,6 +209,13 @@ class EpisodeResult(msgspec.Struct, omit_defaults=True):
     schema_version: int = SCHEMA_VERSION
     judge_error: str = ""  # the judge failed; the checkers' verdict (status) still stands
 
+    def __post_init__(self) -> None:
+        # Decoding checks the Literal fields, constructing does not: a result with a kind outside the
+        # set would be stored and then never read back (a lost episode), so it is refused here.
+        if self.error_kind not in ERROR_KINDS:
+            raise ValueError(f"error_kind {self.error_kind!r} is not one of {', '.join(sorted(ERROR_KINDS - {''}))} "
+                             "(or ''): add it to agentsynth_kernel.records.ErrorKind")
+
     @property
     def passed(self) -> bool:
         return self.status == "passed"
