@@ -124,7 +124,11 @@ def bench(session: nox.Session) -> None:
     # datasketch: the baseline bench_export measures MinHash dedup against
     session.install("-e", ".[test,litellm]", *[a for p in PLUGINS for a in ("-e", f"plugins/{p}")], "datasketch",
                     "-e", "tests/testworld")  # bench_store runs the kv test world
-    scripts = session.posargs or sorted(str(p) for p in (ROOT / "benchmarks").glob("bench_*.py"))
+    # the kernel's, then each plugin's own bench/bench_*.py (they write next to themselves); the embedded
+    # model's benchmark needs the model and runs in `nox -s real-llm`'s venv, not here
+    plugin_scripts = [p for p in ROOT.glob("plugins/*/bench/bench_*.py") if p.parts[-3] != "agentsynth-local"]
+    scripts = session.posargs or [*sorted(str(p) for p in (ROOT / "benchmarks").glob("bench_*.py")),
+                                  *sorted(str(p) for p in plugin_scripts)]
     for script in scripts:
         session.run("python", script, env={**TEST_ENV, "AGENTSYNTH_BENCH_OUT": str(ROOT / "benchmarks" / "results")})
 
