@@ -208,6 +208,28 @@ def test_which_routes_batch_and_how():
         protocol_for(resolve_route("openai/gpt-4o-mini"), BatchSettings(provider="anthropic"))
 
 
+async def test_max_requests_splits_batches(tmp_path):
+    with BatchStandIn() as server:
+        client = make(server, tmp_path, batch={"max_requests": 2})
+        answers = await asyncio.gather(*(client.complete(ask(f"q{i}")) for i in range(5)))
+        await client.aclose()
+    assert [a.content for a in answers] == [f"echo: q{i}" for i in range(5)]
+    assert sorted(len(server.batches[b]["items"]) for b in server.created) == [1, 2, 2]
+
+
+async def test_an_ended_batch_in_the_journal_answers_without_asking_again(tmp_path):
+    with BatchStandIn() as server:
+        first = make(server, tmp_path)
+        before = await first.complete(ask("once"))
+        await first.aclose()
+        polls = dict(server.polls)
+        again = make(server, tmp_path)  # a new session on the same journal (the cache is off)
+        after = await again.complete(ask("once"))
+        await again.aclose()
+    assert after.content == before.content == "echo: once"
+    assert len(server.created) == 1 and server.polls == polls and again.stats.batch_resumed == 1
+
+
 def test_settings_errors_name_the_key():
     with pytest.raises(AgentsynthError, match=r"batch.poll_s: expected a number of seconds"):
         BatchSettings.parse({"poll_s": "soon"})

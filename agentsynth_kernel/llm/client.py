@@ -257,7 +257,8 @@ class LLMClient:
                 if key is not None and self.cache is not None:
                     self.cache.put(key, response)
                 return response
-        prompt_estimate = self._estimate_prompt_tokens(request)
+        # the prompt bound only matters to a budget: without one, no request is encoded twice
+        prompt_estimate = self._estimate_prompt_tokens(request) if getattr(self.ledger, "limited", True) else 0
         completion_cap = max_tokens if max_tokens is not None else self.max_tokens
         try:
             reservation = await self.ledger.reserve(prompt_estimate, completion_cap, price, model=model)
