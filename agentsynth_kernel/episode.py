@@ -376,7 +376,12 @@ class Episode:
             self.verdicts.append(verdict)
             if not verdict.passed:
                 broken.append(f"{verdict.checker}: {verdict.detail}")
-        if broken:
+        if broken and not side.metadata.get("stopped"):
+            # the agent ended the talk (max_steps, or it never answered) before the user had its say:
+            # the user could not keep its rules, so they fail the agent; going quiet must not turn a
+            # failure into the simulator's (left out of pass rates and of RL rewards)
+            self.trajectory.metadata["user_cut"] = "; ".join(broken)
+        elif broken:
             raise StageError("user", UserFailed("the simulated user broke its instructions: " + "; ".join(broken)))
 
     def _notify_step(self) -> None:
@@ -395,6 +400,8 @@ class Episode:
         if side is not None and self.task.user is not None:
             self.trajectory.user = side
             await self._check_user(side)
+            if not all(v.passed for v in self.verdicts):  # a rule broken in a talk the agent cut
+                status = "failed"
         return status
 
     async def _check_world(self) -> Status:

@@ -13,7 +13,9 @@ the user alone: the agent cannot call them, and must talk the user through using
 
 A user that breaks its own rules (``checks:``, checkers run on the user's side of the talk), fails,
 or spends more than its ``budget`` ends the episode as an error of kind ``user``: it is the
-simulator's failure, not the agent's, and reports give pass rates with and without those.
+simulator's failure, not the agent's, and reports give pass rates with and without those. A rule
+broken in a talk the agent cut short (``max_steps`` before the user ended it) fails the agent
+instead: going quiet must not turn a failure into the simulator's, out of pass rates and rewards.
 """
 
 from __future__ import annotations

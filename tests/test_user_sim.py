@@ -253,3 +253,14 @@ def test_said_reads_every_message(params, passed, detail):
     ])
     verdict = Said(**params).check(None, trajectory)
     assert verdict.passed is passed and detail in verdict.detail
+
+
+def test_going_quiet_does_not_make_a_broken_user_rule_the_simulators_failure(host, write):
+    """An agent that only calls tools until max_steps never lets the user speak, so the user's rule
+    (it must give the key) is broken: that fails the agent, it is not the simulator's error."""
+    user = SCRIPTED_USER + "      checks:\n        - {type: said, text: color}\n"
+    agent = "{type: scripted, actions: [" + ", ".join(["{tool: get, arguments: {key: a}}"] * 4) + "]}"
+    [result] = run(write, host, user=user, policy=agent, extra="max_steps: 3\n").results
+    assert result.status == "failed" and result.error_kind == "agent"
+    assert "user.said" in [v.checker for v in result.verdicts if not v.passed]
+    assert result.trajectory.metadata["user_cut"].startswith("user.said:")
