@@ -78,7 +78,9 @@ def run_size(episodes: int, agentsynth: str) -> dict[str, object]:
         "episodes": n, "trials": trials, "returncode": proc.returncode, "stderr_tail": err[-500:],
         "wall_s": round(wall, 1), "cpu_s": round(children["cpu_s"], 2),
         "cpu_per_episode_ms": round(1000 * children["cpu_s"] / n, 4),
-        "peak_rss_mb": round(children["maxrss_mb"], 1),
+        # VmHWM is the process's own high-water mark: its last sample is the peak up to a few seconds
+        # before exit (the children's ru_maxrss is a maximum over every child, not this one)
+        "peak_rss_mb": round(max((s["hwm_mb"] for s in samples), default=0.0), 1),
         "passed": (report.get("counts") or {}).get("passed"),
         "samples": samples[-200:],
     }
@@ -88,14 +90,13 @@ _seen = {"cpu_s": 0.0}
 
 
 def _children_rusage() -> dict[str, float]:
-    """CPU of the last finished child (the cumulative children's rusage, minus what came before)
-    and the largest child RSS so far (ru_maxrss of children is a maximum, not a sum)."""
+    """CPU of the last finished child: the cumulative children's rusage, minus what came before."""
     import resource
 
     ru = resource.getrusage(resource.RUSAGE_CHILDREN)
     total = ru.ru_utime + ru.ru_stime
     cpu, _seen["cpu_s"] = total - _seen["cpu_s"], total
-    return {"cpu_s": cpu, "maxrss_mb": ru.ru_maxrss / 1024}
+    return {"cpu_s": cpu}
 
 
 def main() -> None:
@@ -112,8 +113,7 @@ def main() -> None:
     out = {
         "benchmark": "scale", "python": sys.version.split()[0], "cpu_count": os.cpu_count(),
         "load_before": [round(x, 2) for x in load_before], "load_after": [round(x, 2) for x in os.getloadavg()],
-        "note": "peak_rss_mb is the largest child so far (ru_maxrss of children): sizes run smallest first, so "
-                "each size's value is its own peak unless a smaller run peaked higher; samples hold VmHWM per run",
+        "note": "peak_rss_mb: the run's VmHWM at its last sample (every 5 s); cpu from the children's rusage",
         "targets": {"peak_rss_mb_at_1M": 150, "cpu_per_episode_ratio": "flat (about 1.0)"},
         "results": results,
     }

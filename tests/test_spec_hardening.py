@@ -72,7 +72,7 @@ def test_builtin_policy_parameters_are_checked_at_load(write, host, tmp_path, po
     ("timeout: .inf", "timeout: expected seconds > 0 and <= 604800 (7 days), got inf"),
     ("timeout: 0", "timeout: expected seconds > 0 and <= 604800 (7 days), got 0.0"),
     ("max_steps: 0", "max_steps: expected an integer >= 1 and <= 100,000, got 0"),
-    ("trials: 1000000000", "trials: expected an integer >= 1 and <= 10,000, got 1000000000"),
+    ("trials: 1000000000", "trials: expected an integer >= 1 and <= 1,000,000, got 1000000000"),
     ("concurrency: 0", "concurrency: expected an integer >= 1 and <= 4,096, got 0"),
     ("seed: 1.5", "seed: expected an integer, got float 1.5"),
     ("seed: 100000000000000000000", "seed: expected a 64-bit integer, got 100000000000000000000"),

@@ -18,7 +18,7 @@ from .params import absolute_code_refs, check_component
 from .schema import _ID_RE, SPLITS, ComponentSpec, Pack, RunSpec, Task, UserSpec
 from .structuring import structure
 
-MAX_TRIALS = 10_000
+MAX_TRIALS = 1_000_000  # a one-task pack to 1M episodes (long runs stay flat: benchmarks/bench_scale.py)
 MAX_CONCURRENCY = 4096
 MAX_STEPS = 100_000
 MAX_TIMEOUT = 7 * 24 * 3600.0
