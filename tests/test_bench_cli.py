@@ -284,3 +284,19 @@ def test_bench_exits_5_when_every_episode_errored(cli, write):
     code, _, err = cli("bench", "--pack", "kvb", "--policy", "callable,function=agent.py:act")
     assert code == 5, err
     assert "every episode ended in an error, nothing was checked" in err and "this policy cannot act" in err
+
+
+def test_the_curve_equals_the_binomial_estimator_and_stays_small_at_huge_trials():
+    from agentsynth_kernel.commands.bench import curve_points, pass_hat_curve
+    from agentsynth_kernel.stats import pass_hat_k
+
+    tasks = [{"trials": 30, "passed": c} for c in (0, 7, 29, 30)]
+    for point in pass_hat_curve(tasks, 30):
+        exact = sum(pass_hat_k(30, t["passed"], point["k"]) for t in tasks) / len(tasks)
+        assert point["pass_hat"] == pytest.approx(exact, abs=1e-4)
+    # 45,455 trials (1M episodes of the core pack): log-spaced points, not 45,455 of them, and the
+    # running product instead of binomials with thousands of digits
+    big = pass_hat_curve([{"trials": 45_455, "passed": 45_000}, {"trials": 45_455, "passed": 45_455}], 45_455)
+    assert [p["k"] for p in big][:10] == list(range(1, 11)) and big[-1]["k"] == 45_455 and len(big) < 100
+    assert big[-1]["pass_hat"] == 0.5 and all(0.0 <= p["pass_hat"] <= 1.0 for p in big)
+    assert curve_points(100) == list(range(1, 101))

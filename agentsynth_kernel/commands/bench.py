@@ -76,18 +76,42 @@ def bench_stats(summary: dict[str, Any]) -> dict[str, Any]:
             "curve": pass_hat_curve(tasks, k), "flakiness": flakiness(tasks)}
 
 
+CURVE_FULL = 100  # up to this many trials the curve has every j; beyond, 1..10 then log-spaced
+
+
+def curve_points(k: int) -> list[int]:
+    """The js of the pass^j curve: all of 1..k for up to CURVE_FULL trials, else 1..10, about 20
+    per decade, and k itself (a 45,000-trial run would otherwise report 45,000 points)."""
+    if k <= CURVE_FULL:
+        return list(range(1, k + 1))
+    points = set(range(1, 11)) | {k}
+    j = 10.0
+    while j < k:
+        j *= 10 ** (1 / 20)
+        points.add(min(k, round(j)))
+    return sorted(points)
+
+
 def pass_hat_curve(tasks: list[dict[str, Any]], k: int) -> list[dict[str, Any]]:
     """pass^1 .. pass^k (unbiased, mean over tasks) with Wilson intervals: how fast reliability
-    decays when a task must pass j trials out of j. A task with fewer than j trials is left out of j."""
-    from ..stats import pass_hat_k
+    decays when a task must pass j trials out of j. A task with fewer than j trials is left out of j.
 
-    curve = []
-    for j in range(1, k + 1):
-        rows = [r for r in tasks if r["trials"] >= j]
-        hat = sum(pass_hat_k(r["trials"], r["passed"], j) for r in rows)
-        curve.append({"k": j, "tasks": len(rows), "pass_hat": round(hat / len(rows), 4) if rows else 0.0,
-                      "ci95": _ci(hat, len(rows))})
-    return curve
+    C(c, j) / C(n, j) is the running product of (c - i) / (n - i): O(k) per task in floats, where
+    the binomials themselves are numbers of thousands of digits at 10,000s of trials."""
+    points = curve_points(k)
+    wanted = set(points)
+    sums = dict.fromkeys(points, 0.0)
+    counts = dict.fromkeys(points, 0)
+    for row in tasks:
+        n, c = row["trials"], row["passed"]
+        ratio = 1.0
+        for j in range(1, min(k, n) + 1):
+            ratio = ratio * (c - j + 1) / (n - j + 1) if ratio else 0.0
+            if j in wanted:
+                sums[j] += ratio
+                counts[j] += 1
+    return [{"k": j, "tasks": counts[j], "pass_hat": round(sums[j] / counts[j], 4) if counts[j] else 0.0,
+             "ci95": _ci(sums[j], counts[j])} for j in points]
 
 
 def flakiness(tasks: list[dict[str, Any]]) -> dict[str, Any]:
