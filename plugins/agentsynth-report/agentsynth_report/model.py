@@ -26,6 +26,7 @@ from agentsynth_kernel import (
     session_state,
     wilson_interval,
 )
+from agentsynth_kernel.report import USER_KIND  # a simulated user that broke its instructions or failed
 
 # status codes of the compact rows and the grid (the page's legend uses the same ones)
 STATUS = {"passed": 1, "failed": 0, "error": 2}
@@ -147,6 +148,7 @@ def digest_store(store: RunStore, *, label: str = "",
     state, last = session_state(store)
     n = len(rows)
     infra = sum(v for k, v in attribution.items() if k in INFRA_KINDS)
+    users = attribution.get(USER_KIND, 0)
     task_rows, curve, tiers = _task_stats(list(tasks.values()), int(spec.get("trials") or 1))
     return {
         "label": label or f"{policy_label(policy)} · {pack.get('id', '?')}",
@@ -170,6 +172,10 @@ def digest_store(store: RunStore, *, label: str = "",
         "pass1_excluding_infra": {"passed": counts["passed"], "n": n - infra,
                                   "rate": counts["passed"] / (n - infra) if n - infra > 0 else 0.0,
                                   "ci": _ci(counts["passed"], n - infra)},
+        # a simulated user that broke its instructions or failed is the simulator's failure (error kind user)
+        "pass1_excluding_user": {"passed": counts["passed"], "n": n - users,
+                                 "rate": counts["passed"] / (n - users) if n - users > 0 else 0.0,
+                                 "ci": _ci(counts["passed"], n - users)},
         "curve": curve,
         "tiers": tiers,
         "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "requests": requests,

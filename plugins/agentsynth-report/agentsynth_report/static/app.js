@@ -292,7 +292,15 @@
     document.body.setAttribute("data-ready", String(Math.round(window.__reportReady)));
   }
 
+  function userFailures(r) { return (r.attribution && r.attribution[USER_KIND]) || 0; }
+  function userRateCell(r) {
+    var ex = r.pass1_excluding_user, n = userFailures(r);
+    if (!ex) return el("td", { class: "num muted", text: "–" });
+    return el("td", { class: "num pass1-user", title: n + " simulated-user failure(s) left out" },
+      [pct(ex.rate) + " " + ci(ex.ci), el("div", { class: "muted small", text: ex.passed + " / " + ex.n + (n ? " · " + n + " left out" : "") })]);
+  }
   function summarySection(runs) {
+    var users = runs.reduce(function (n, r) { return n + userFailures(r); }, 0);
     var rows = runs.map(function (r, i) {
       var last = r.curve.length ? r.curve[r.curve.length - 1] : null;
       return el("tr", null, [
@@ -305,10 +313,14 @@
         el("td", { class: "num", text: money(r.usage.cost_usd) }),
         el("td", { class: "num", text: num(r.usage.prompt_tokens + r.usage.completion_tokens) }),
         el("td", { class: "num", text: r.duration_s.toFixed(1) + " s" }),
-      ]);
+      ].concat(users ? [userRateCell(r)] : []));
     });
-    return section("summary", "summary", [table(
-      ["run (policy · pack)", "state", "episodes", "pass@1 [95% CI]", "pass^k [95% CI]", "cost", "tokens", "episode time"], rows)]);
+    var heads = ["run (policy · pack)", "state", "episodes", "pass@1 [95% CI]", "pass^k [95% CI]", "cost", "tokens", "episode time"];
+    var box = section("summary", "summary", [table(users ? heads.concat(["pass@1 without simulated-user failures"]) : heads, rows)]);
+    if (users) box.querySelector("thead th:last-child").className = "wrap";
+    if (users) box.appendChild(el("p", { class: "muted", text: "in " + users + " episode(s) the simulated user broke its " +
+      "instructions or failed (error kind user): the simulator's failure, not the agent's, left out of the last column" }));
+    return box;
   }
 
   function table(headers, rows, cls) {
@@ -327,15 +339,17 @@
       var failed = r.episodes - r.counts.passed;
       var bar = el("div", { class: "stack" }, names.map(function (k) {
         var n = r.attribution[k] || 0;
-        return n ? el("div", { class: "seg kind-" + k, style: "flex:" + n, title: k + ": " + n, text: k + " " + n }) : null;
+        return n ? el("div", { class: "seg kind-" + k, style: "flex:" + n, title: kindName(k) + ": " + n, text: kindName(k) + " " + n }) : null;
       }));
       return el("tr", null, [el("td", null, chip(r, i)), el("td", { class: "num", text: num(failed) })]
         .concat(names.map(function (k) { return el("td", { class: "num", text: num(r.attribution[k] || 0) }); }))
         .concat([el("td", { class: "wide" }, bar)]));
     });
-    box.appendChild(table(["run", "not passed"].concat(names).concat(["share"]), rows));
+    box.appendChild(table(["run", "not passed"].concat(names.map(kindName)).concat(["share"]), rows));
     box.appendChild(el("p", { class: "muted", text: "agent: the checkers said no; environment / checker / provider / timeout / budget: " +
-      "the episode could not be completed (infrastructure); policy: the agent's own code failed." }));
+      "the episode could not be completed (infrastructure); policy: the agent's own code failed." +
+      (kinds[USER_KIND] ? " simulated user: the simulated user of a conversation broke its instructions or failed " +
+        "(the simulator's failure, not the agent's)." : "") }));
     return box;
   }
 
@@ -499,7 +513,7 @@
         var it = items[shown], r = runs[it[0]], row = r.episodes_rows[it[1]];
         body.appendChild(el("tr", null, [el("td", null, chip(r, it[0])), el("td", { text: r.tasks[row[0]].id }),
           el("td", { class: "num", text: row[1] }),
-          el("td", null, el("span", { class: "kind kind-" + (row[3] === 0 ? "agent" : row[4]), text: row[3] === 0 ? "agent" : (row[4] || "error") })),
+          el("td", null, el("span", { class: "kind kind-" + (row[3] === 0 ? "agent" : row[4]), text: row[3] === 0 ? "agent" : (kindName(row[4]) || "error") })),
           el("td", { class: "why", text: row[9] }),
           el("td", null, el("button", { class: "open", "data-run": it[0], "data-row": it[1], text: "open",
             onclick: (function (a, b) { return function () { openEpisode(a, b); }; })(it[0], it[1]) }))]));
@@ -551,24 +565,96 @@
   function pre(value, cls) { return el("pre", { class: cls || "" , text: pretty(value) }); }
 
   function renderSteps(steps) {
-    return el("ol", { class: "steps" }, (steps || []).map(function (s, i) {
-      var a = s.action || {}, parts = [];
-      parts.push(el("div", { class: "stephead" }, [el("b", { text: "step " + (i + 1) }), " · turn " + (s.turn || 0) +
-        (s.duration_s ? " · " + (1000 * s.duration_s).toFixed(1) + " ms" : "") + (s.invalid ? " · invalid call" : "")]));
-      if (s.thought) parts.push(el("div", { class: "thought" }, [el("span", { class: "lbl", text: "thought" }), pre(s.thought)]));
-      if (a.type === "answer") {
-        parts.push(el("div", { class: "answer" }, [el("span", { class: "lbl", text: "answer" }), pre(a.content || "")]));
-      } else {
-        parts.push(el("div", { class: "call" }, [el("span", { class: "lbl", text: "tool call" }), el("code", { class: "tool", text: a.name }),
-          pre(a.arguments || {}, "args")]));
-        if (s.observation) {
-          var o = s.observation;
-          parts.push(el("div", { class: "obs" + (o.error ? " err" : "") }, [el("span", { class: "lbl", text: o.error ? "observation (error)" : "observation" }),
-            pre(o.content || ""), o.data !== undefined && o.data !== null ? el("details", null, [el("summary", { text: "structured data" }), pre(o.data)]) : null]));
-        }
+    return el("ol", { class: "steps" }, (steps || []).map(function (s, i) { return stepItem(s, i); }));
+  }
+  function stepItem(s, i, who) {
+    // one step: the agent's (who undefined) or, in dual control, the simulated user's own ("user")
+    var a = s.action || {}, parts = [], mine = who === USER_KIND;
+    parts.push(el("div", { class: "stephead" }, [el("b", { text: mine ? "the user's tool call" : "step " + (i + 1) }),
+      (mine ? " · dual control" : " · turn " + (s.turn || 0)) +
+      (s.duration_s ? " · " + (1000 * s.duration_s).toFixed(1) + " ms" : "") + (s.invalid ? " · invalid call" : "")]));
+    if (s.thought) parts.push(el("div", { class: "thought" }, [el("span", { class: "lbl", text: "thought" }), pre(s.thought)]));
+    if (a.type === "answer") {
+      var reply = fromUser(s.observation) ? s.observation : null;  // a conversation's step, seen one by one
+      parts.push(el("div", { class: "answer" }, [el("span", { class: "lbl", text: reply ? "message to the user" : "answer" }), pre(a.content || "")]));
+      if (reply) parts.push(userReply(reply));
+    } else {
+      parts.push(el("div", { class: "call" }, [el("span", { class: "lbl", text: mine ? "user's tool call" : "tool call" }),
+        el("code", { class: "tool", text: a.name }), pre(a.arguments || {}, "args")]));
+      if (s.observation) {
+        var o = s.observation;
+        parts.push(el("div", { class: "obs" + (o.error ? " err" : "") }, [el("span", { class: "lbl", text: o.error ? "observation (error)" : "observation" }),
+          pre(o.content || ""), o.data !== undefined && o.data !== null ? el("details", null, [el("summary", { text: "structured data" }), pre(o.data)]) : null]));
       }
-      return el("li", { class: "step" }, parts);
-    }));
+    }
+    return el("li", mine ? { class: "step by-user", "data-who": "user", "data-kind": "tool" } : { class: "step" }, parts);
+  }
+
+  // --- conversations: a task with a simulated user (the kernel's agentsynth_kernel/user.py) -----------
+  // Every Answer of the agent is a message to the user, and that step's observation is the user's reply
+  // (data.from "user", done when the user ended the talk); trajectory.user is the user's own side: its
+  // instructions (never shown to the agent), its messages, and its own tool calls (dual control), the
+  // ones made while it answered the agent's k-th message having turn k.
+  var USER_KIND = "user";
+  function kindName(kind) { return kind === USER_KIND ? "simulated user" : kind; }
+  function fromUser(o) { return !!(o && o.data && typeof o.data === "object" && o.data.from === "user"); }
+  function isConversation(t) {
+    if (t.user && typeof t.user === "object") return true;
+    return (t.steps || []).some(function (s) { return s.action && s.action.type === "answer" && fromUser(s.observation); });
+  }
+  function userReply(o) {
+    var parts = [];
+    if (o.content) parts.push(el("span", { class: "lbl", text: "user" }), pre(o.content));
+    if (o.done) parts.push(el("div", { class: "convend", text: o.data && o.data.stopped === "max_turns" ?
+      "the conversation reached the user's max_turns" : "the user ended the conversation" }));
+    return el("div", { class: "reply" }, parts);
+  }
+  function message(who, text, head, extra) {
+    return el("li", { class: "msg from-" + who, "data-who": who, "data-kind": "message" }, [
+      el("div", { class: "stephead" }, [el("b", { text: who === USER_KIND ? "user" : "agent" }), head ? " · " + head : ""]),
+      extra || null, pre(text || "")]);
+  }
+  function userCallsByMessage(side) {
+    var calls = {};
+    ((side && side.steps) || []).forEach(function (s) {
+      if (s.action && s.action.type !== "answer") (calls[s.turn || 0] = calls[s.turn || 0] || []).push(s);
+    });
+    return calls;
+  }
+  function renderConversation(t) {
+    // the user's opening message, then the agent's steps in order: its tool calls with their results,
+    // each of its messages followed by the user's own tool calls and the user's reply
+    var items = [message(USER_KIND, t.instruction, "opening message")];
+    var calls = userCallsByMessage(t.user), sent = 0;
+    (t.steps || []).forEach(function (s, i) {
+      var a = s.action || {};
+      if (a.type !== "answer") { items.push(stepItem(s, i)); return; }
+      sent += 1;
+      var head = "step " + (i + 1) + " · turn " + (s.turn || 0) + (s.duration_s ? " · " + (1000 * s.duration_s).toFixed(1) + " ms" : "");
+      items.push(message("agent", a.content, head, s.thought ? el("div", { class: "thought" }, [el("span", { class: "lbl", text: "thought" }), pre(s.thought)]) : null));
+      (calls[sent] || []).forEach(function (u) { items.push(stepItem(u, -1, USER_KIND)); });
+      var o = s.observation;
+      if (!o) return;
+      if (o.content) items.push(message(USER_KIND, o.content, "reply to message " + sent));
+      if (o.done) items.push(el("li", { class: "convend", text: o.data && o.data.stopped === "max_turns" ?
+        "the conversation reached the user's max_turns" : "the user ended the conversation" }));
+    });
+    return el("ol", { class: "steps conversation" }, items);
+  }
+  function conversationCounts(t) {
+    var steps = t.steps || [], said = 0, replies = 0, own = 0;
+    steps.forEach(function (s) {
+      if (s.action && s.action.type === "answer") { said++; if (s.observation && s.observation.content) replies++; }
+    });
+    ((t.user && t.user.steps) || []).forEach(function (s) { if (s.action && s.action.type !== "answer") own++; });
+    return "conversation (" + steps.length + " steps: " + said + " message(s) of the agent, " + (steps.length - said) +
+      " tool call(s); " + replies + " repl" + (replies === 1 ? "y" : "ies") + " of the user" +
+      (own ? ", " + own + " tool call(s) of the user" : "") + ")";
+  }
+  function userFailure() {
+    return el("div", { class: "userfail" }, [el("b", { text: "the simulated user failed: " }),
+      "it broke its instructions (user.checks), failed or overspent. This is the simulator's failure, not the agent's: " +
+      "the episode is left out of the pass rate without simulated-user failures."]);
   }
 
   function compact(value) {
@@ -597,24 +683,36 @@
   }
 
   function renderEpisode(ep, run) {
-    var t = ep.trajectory || {}, u = ep.usage || {};
-    var box = el("div", { class: "episode" });
+    var t = ep.trajectory || {}, u = ep.usage || {}, talk = isConversation(t);
+    var box = el("div", { class: "episode" + (talk ? " talk" : "") });
     box.appendChild(el("h2", { text: ep.task_id + " · trial " + ep.trial }));
-    box.appendChild(el("p", null, [el("span", { class: "state " + ep.status, text: ep.status + (ep.error_kind ? " (" + ep.error_kind + ")" : "") }),
+    box.appendChild(el("p", null, [el("span", { class: "state " + ep.status + (ep.error_kind === USER_KIND ? " by-user" : ""),
+      text: ep.status + (ep.error_kind ? " (" + kindName(ep.error_kind) + ")" : "") }),
       " seed " + ep.seed + " · " + (ep.duration_s || 0).toFixed(2) + " s · " + money(u.cost_usd === undefined ? 0 : u.cost_usd) +
       " · " + num((u.prompt_tokens || 0) + (u.completion_tokens || 0)) + " tokens" + (run ? " · " + run.label : "")]));
-    if (ep.error) box.appendChild(el("div", { class: "error" }, [el("b", { text: "error: " }), ep.error]));
+    if (ep.error_kind === USER_KIND) box.appendChild(userFailure());
+    if (ep.error) box.appendChild(el("div", { class: "error" + (ep.error_kind === USER_KIND ? " by-user" : "") }, [el("b", { text: "error: " }), ep.error]));
     if (t.metadata && t.metadata.traceback) box.appendChild(el("details", null, [el("summary", { text: "traceback" }), pre(t.metadata.traceback)]));
     // the verdicts first: they say why; the trajectory below says how
+    var verdicts = ep.verdicts || [];
+    var ruled = verdicts.filter(function (v) { return /^user\./.test(v.checker || ""); });
+    var world = ruled.length ? verdicts.filter(function (v) { return ruled.indexOf(v) < 0; }) : verdicts;
     box.appendChild(el("h3", { text: "verdicts" }));
-    box.appendChild(ep.verdicts && ep.verdicts.length ? renderVerdicts(ep.verdicts) : el("p", { class: "muted", text: "no verdict (the episode did not reach its checkers)" }));
-    box.appendChild(el("h3", { text: "instruction" }));
-    box.appendChild(pre(t.instruction || ""));
+    box.appendChild(world.length ? renderVerdicts(world) : el("p", { class: "muted", text: "no verdict (the episode did not reach its checkers)" }));
+    if (ruled.length) {
+      box.appendChild(el("h3", { text: "the simulated user's rules (user.checks: the simulator's, not the agent's)" }));
+      box.appendChild(renderVerdicts(ruled));
+    }
+    if (!talk) {
+      box.appendChild(el("h3", { text: "instruction" }));
+      box.appendChild(pre(t.instruction || ""));
+    }
     if (t.system_prompt) box.appendChild(el("details", null, [el("summary", { text: "system prompt" }), pre(t.system_prompt)]));
     if (t.initial_observation) box.appendChild(el("details", null, [el("summary", { text: "first observation" }), pre(t.initial_observation)]));
     if (t.tools && t.tools.length) box.appendChild(el("details", null, [el("summary", { text: "tools: " + t.tools.map(function (x) { return x.name; }).join(", ") }), pre(t.tools)]));
-    box.appendChild(el("h3", { text: "trajectory (" + (t.steps || []).length + " steps)" }));
-    box.appendChild(renderSteps(t.steps));
+    if (talk && t.user && typeof t.user === "object") box.appendChild(userSide(t.user));
+    box.appendChild(el("h3", { text: talk ? conversationCounts(t) : "trajectory (" + (t.steps || []).length + " steps)" }));
+    box.appendChild(talk ? renderConversation(t) : renderSteps(t.steps));
     if (t.metadata && t.metadata.stopped) box.appendChild(el("p", { class: "muted", text: "stopped: " + t.metadata.stopped }));
     var scores = ep.scores || {};
     if (Object.keys(scores).length) {
@@ -625,6 +723,17 @@
     var meta = Object.assign({}, t.metadata || {}); delete meta.traceback;
     if (Object.keys(meta).length) box.appendChild(el("details", null, [el("summary", { text: "metadata" }), pre(meta)]));
     return box;
+  }
+  function userSide(side) {
+    // what the simulated user was told (collapsed: the agent never saw it) and how its side ended
+    var tools = (side.tools || []).map(function (x) { return x.name; });
+    var stopped = side.metadata && side.metadata.stopped;
+    return el("details", { class: "userside" }, [
+      el("summary", { text: "the user's instructions (hidden from the agent)" }),
+      pre(side.instruction || ""),
+      tools.length ? el("p", { class: "muted", text: "the user's own tools (dual control; the agent cannot call them): " + tools.join(", ") }) : null,
+      stopped ? el("p", { class: "muted", text: "the user's side stopped: " + stopped }) : null,
+      side.system_prompt ? el("details", null, [el("summary", { text: "the simulator's system prompt" }), pre(side.system_prompt)]) : null]);
   }
 
   // --- server pages ------------------------------------------------------------------------------
@@ -767,8 +876,16 @@
           if (r.status === "running") { setTimeout(poll, 250); return; }
           run.disabled = false;
           var res = r.result || {};
-          clear(verdict).appendChild(el("div", { class: "final state " + res.status, text: "verdict: " + res.status + (res.error_kind ? " (" + res.error_kind + ")" : "") }));
+          clear(verdict).appendChild(el("div", { class: "final state " + res.status, text: "verdict: " + res.status + (res.error_kind ? " (" + kindName(res.error_kind) + ")" : "") }));
+          if (res.error_kind === USER_KIND) verdict.appendChild(userFailure());
           if (res.error) verdict.appendChild(el("div", { class: "error", text: res.error }));
+          var played = res.trajectory;
+          if (played && isConversation(played)) {  // now with the user's own side: its tool calls, its instructions
+            var talk = renderConversation(played);
+            list.parentNode.replaceChild(talk, list);
+            list = talk;
+            if (played.user) talk.parentNode.insertBefore(userSide(played.user), talk);
+          }
           verdict.appendChild(renderVerdicts(res.verdicts));
         }).catch(function (e) { status.textContent = "error: " + e.message; run.disabled = false; });
       }
