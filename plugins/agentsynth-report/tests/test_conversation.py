@@ -195,3 +195,37 @@ def test_serve_shows_the_conversation(talk_root: Path, page: Page) -> None:
     finally:
         stop_server(server)
     assert (ARTIFACTS / "conversation-serve.png").is_file()
+
+
+def test_the_playground_plays_a_conversation(page: Page, tmp_path: Path) -> None:
+    """The support pack registered (installed): the replies appear step by step, then the whole
+    conversation with the user's side once the episode is over."""
+    from agentsynth_kernel import get_host
+
+    if "support" not in get_host().registry["pack"]:
+        pytest.skip("the support pack is not installed here (the noxfile installs packs/agentsynth-pack-support "
+                    "for this plugin's tests once test-with may name packs)")
+    server = start_server(str(tmp_path))
+    try:
+        p = page.page
+        p.goto(server.url + "/playground")
+        p.wait_for_selector("#pg-pack option[value=support]", state="attached")
+        p.select_option("#pg-pack", "support")
+        p.select_option("#pg-task", "change-address")
+        p.click("#pg-run")
+        # while it runs: the agent's message and the user's reply to it, in the same step
+        p.wait_for_selector("#pg-out li.step .reply", timeout=20000)
+        first = p.locator("#pg-out li.step").first.inner_text()
+        assert "MESSAGE TO THE USER" in first and "My email is sam@example.com." in first
+        p.wait_for_selector("#pg-verdict .final", timeout=30000)
+        assert p.locator("#pg-verdict .final").inner_text() == "verdict: passed"
+        talk = [tuple(x) for x in p.eval_on_selector_all("#pg-out ol.conversation > li[data-kind=message]",
+                                                          "items => items.map(li => [li.dataset.who, li.innerText])")]
+        assert talk[0] == ("user", "user · opening message\nCan you send my backpack order to a new address?")
+        assert [who for who, _ in talk][:4] == ["user", "agent", "user", "agent"]
+        assert p.locator("#pg-out details.userside > summary").inner_text() == \
+            "the user's instructions (hidden from the agent)"
+        page.shot("conversation-playground", full=True)
+        assert page.errors == []
+    finally:
+        stop_server(server)
