@@ -137,6 +137,8 @@ class Runs:
             out.append({"key": key, "run_dir": str(path), "name": path.name, "label": d["label"],
                         "pack": d["pack"]["id"], "policy": d["policy_label"], "state": d["state"],
                         "episodes": d["episodes"], "planned": d["planned"], "pass1": d["pass1"],
+                        "user_failures": d["attribution"].get("user", 0),
+                        "pass1_excluding_user": d.get("pass1_excluding_user"),
                         "cost_usd": d["usage"]["cost_usd"], "created_at": d["created_at"]})
         out.sort(key=lambda r: -float(r.get("created_at") or 0))
         return out

@@ -175,7 +175,16 @@ def test_dual_control_the_users_own_calls_are_marked_as_the_users(report: Path, 
 def test_serve_shows_the_conversation(talk_root: Path, page: Page) -> None:
     server = start_server(str(talk_root / "runs"))
     try:
-        keys = {r["name"]: r["key"] for r in server.get("/api/runs").json()["runs"]}
+        listed = {r["name"]: r for r in server.get("/api/runs").json()["runs"]}
+        keys = {name: r["key"] for name, r in listed.items()}
+        assert listed["edge"]["user_failures"] == 1 and listed["edge"]["pass1_excluding_user"]["rate"] == 1.0
+        assert listed["noop"]["user_failures"] == 0
+        page.page.goto(server.url + "/")
+        page.page.wait_for_selector("#runs tbody tr")
+        cells = {row.locator("td").nth(1).inner_text(): row.locator("td").nth(6).inner_text()
+                 for row in page.page.locator("#runs tbody tr").all()}
+        assert cells["edge"] == "66.7% [20.8, 93.8]\nwithout simulated-user failures 100.0% (1 left out)"
+        assert cells["noop"] == "0.0% [0.0, 49.0]"
         for name, task, expected in (("oracle", "change-address", "Is that correct?"),
                                      ("edge", "markup-reply", USER_PAYLOAD)):
             bundle = server.get(f"/api/report?runs={keys[name]}").json()

@@ -762,7 +762,9 @@
         return el("tr", null, [el("td", null, box2), el("td", null, el("a", { href: "/runs/" + encodeURIComponent(r.key), text: r.name })),
           el("td", { text: r.pack }), el("td", { text: r.policy }), el("td", null, el("span", { class: "state " + r.state, text: r.state })),
           el("td", { class: "num" }, [num(r.episodes) + " / " + num(r.planned), el("div", { class: "bar" }, el("div", { style: "width:" + (r.planned ? Math.min(100, 100 * r.episodes / r.planned) : 0) + "%" }))]),
-          el("td", { class: "num", text: pct(r.pass1.rate) + " " + ci(r.pass1.ci) }), el("td", { class: "num", text: money(r.cost_usd) })]);
+          el("td", { class: "num" }, [pct(r.pass1.rate) + " " + ci(r.pass1.ci), r.user_failures && r.pass1_excluding_user ?
+            el("div", { class: "muted small", text: "without simulated-user failures " + pct(r.pass1_excluding_user.rate) +
+              " (" + r.user_failures + " left out)" }) : null]), el("td", { class: "num", text: money(r.cost_usd) })]);
       });
       box.appendChild(section("run directories", "runs", [
         el("p", { class: "muted", text: "from " + data.roots.join(", ") + " · refreshes every 2 s" }),
