@@ -22,6 +22,7 @@ a later run also sweeps containers of an owner that is gone (a reaper that was k
 from __future__ import annotations
 
 import functools
+import json
 import os
 import secrets
 import shutil
@@ -304,10 +305,10 @@ def _owner_alive(name: str) -> bool:
 
 
 REAPER = r"""
-import os, signal, subprocess, sys
+import json, signal, subprocess, sys, time
 for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGPIPE):
     signal.signal(s, signal.SIG_IGN)
-remove = sys.argv[1:]
+listing, remove = json.loads(sys.argv[1]), sys.argv[2:]
 live = set()
 for line in sys.stdin:
     line = line.strip()
@@ -315,9 +316,19 @@ for line in sys.stdin:
         live.add(line[1:])
     elif line.startswith('-'):
         live.discard(line[1:])
-if live:
-    subprocess.run(remove + sorted(live), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL, timeout=300)
+for attempt in range(20):  # rm can lose a race with the runtime's own cleanup of a stopping container
+    if not live:
+        break
+    try:
+        subprocess.run(remove + sorted(live), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, timeout=300)
+        names = subprocess.run(listing, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=300)
+        if names.returncode == 0:
+            live &= set(names.stdout.split())
+    except Exception:
+        pass
+    if live:
+        time.sleep(min(0.25 * 2 ** attempt, 5))
 """
 
 _reaper: dict[str, Any] = {}
@@ -332,7 +343,9 @@ def _reaper_for(rt: Runtime) -> Any:
         entry = _reaper.get(key)
         if entry is not None and entry["pid"] == os.getpid() and entry["proc"].poll() is None:
             return entry["pipe"]
-        proc = subprocess.Popen([sys.executable, "-I", "-S", "-c", REAPER, *remove_argv(rt, rt.kind, rt.path, [])],
+        listing = [*rt.base(), "ps", "-a", "--filter", f"name={NAME_PREFIX}", "--format", "{{.Names}}"]
+        proc = subprocess.Popen([sys.executable, "-I", "-S", "-c", REAPER, json.dumps(listing),
+                                 *remove_argv(rt, rt.kind, rt.path, [])],
                                 stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 start_new_session=True, close_fds=True)
         _reaper[key] = {"proc": proc, "pipe": proc.stdin, "pid": os.getpid()}
@@ -412,6 +425,40 @@ def init_pid(rt: Runtime, name: str, pidfile: str | None, proc: subprocess.Popen
             return None
         time.sleep(0.01)
     return None
+
+
+def oom_file(pid: int) -> str | None:
+    """The host file that counts the OOM kills in the memory cgroup of process ``pid`` (cgroup
+    v1 ``memory.oom_control`` or v2 ``memory.events``), or None."""
+    try:
+        lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if "memory" in controllers.split(","):
+            candidate = f"/sys/fs/cgroup/memory{path}/memory.oom_control"
+            if os.path.exists(candidate):
+                return candidate
+    for line in lines:
+        if line.startswith("0::"):
+            candidate = f"/sys/fs/cgroup{line[3:]}/memory.events"
+            if os.path.exists(candidate):
+                return candidate
+    return None
+
+
+def oom_kills(path: str | None) -> int:
+    """How many processes the kernel's OOM killer killed in that cgroup (0 when unknown)."""
+    if path is None:
+        return 0
+    try:
+        for line in Path(path).read_text().splitlines():
+            if line.startswith("oom_kill "):
+                return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return 0
 
 
 def oom_killed(rt: Runtime, name: str) -> bool:

@@ -241,6 +241,11 @@ class PythonEnvironment:
                                     f"than {self.spec.memory_bytes:,} (memory_bytes)")
                 proc.terminate()
                 return
+            if proc.oom_kills():  # a container's memory cgroup can be faster than this guard
+                self._killed_why = ("killed: the sandbox's processes used more memory together than "
+                                    f"{self.spec.memory_bytes:,} bytes; the kernel killed one (memory_bytes)")
+                proc.terminate()
+                return
             time.sleep(0.25)
 
     def _stop(self) -> None:
@@ -393,7 +398,7 @@ class PythonEnvironment:
     def _memory_guard(self, proc: Process) -> None:
         """A checker's processes run the agent's code when they import it: bound their sum too."""
         while proc.alive() and not proc.killed:
-            if memory_of(proc.namespace) > self.spec.memory_bytes:
+            if memory_of(proc.namespace) > self.spec.memory_bytes or proc.oom_kills():
                 proc.terminate()
                 return
             time.sleep(0.25)

@@ -429,6 +429,7 @@ class Process:
         self.container: str | None = None
         self.oom = False
         self._init: tuple[int, str] | None = None  # a container's init: (host pid, start time)
+        self._oom_file: str | None = None  # a container's cgroup OOM-kill counter
         self._reaped = False
         if uid is not None:
             with _lock:
@@ -491,8 +492,11 @@ class Process:
                runtime: Any, pidfile: str | None) -> None:
         """Start the process; register its pid namespace (bwrap's status fd, a container's init)."""
         try:
+            # a container runtime's monitor keeps the client's cwd and writes there (conmon: an
+            # 'oom' file): never in the world
+            cwd = self._piddir if self.container is not None else str(world)
             self.proc = _popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
-                               cwd=str(world), env=env, start_new_session=True,
+                               cwd=cwd, env=env, start_new_session=True,
                                pass_fds=(status_w,) if status_w else ())
             with _lock:  # registered before its sandbox can have children: see leaked_processes
                 _roots.add(self.proc.pid)
@@ -510,6 +514,7 @@ class Process:
                 init = container.init_pid(runtime, str(self.container), pidfile, self.proc, time.monotonic() + 120)
                 self.namespace = _pid_ns(init) if init else None
                 self._init = (init, _start_time(init)) if init and self.namespace else None
+                self._oom_file = container.oom_file(init) if init else None
             if self.namespace is not None:
                 with _lock:
                     _live.add(self.namespace)
@@ -640,11 +645,18 @@ class Process:
                 pass
             reap(self.namespace, uid=_owner(pid) if self.uid is None else self.uid)
 
-    def _remove_container(self) -> None:
+    def _remove_container(self) -> bool:
+        """``rm -f`` the container, retried: it can lose a race with the runtime's own cleanup of
+        a container that is stopping. Whether it is gone."""
         from . import container
 
-        subprocess.run(container.remove_argv(self.runtime, self.runtime.kind, self.runtime.path, [self.container]),
-                       stdin=subprocess.DEVNULL, capture_output=True, timeout=300)
+        argv = container.remove_argv(self.runtime, self.runtime.kind, self.runtime.path, [str(self.container)])
+        for attempt in range(6):
+            done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=300)
+            if done.returncode == 0 or "no such container" in (done.stderr + done.stdout).lower():
+                return True
+            time.sleep(0.1 * 2 ** attempt)
+        return False
 
     def kill(self) -> None:
         """Kill the whole sandbox: bwrap's group, then anything left in its pid namespace."""
@@ -686,18 +698,47 @@ class Process:
         self._reap_container()  # init and all: the kernel empties the namespace
         if died and self.proc.returncode == 128 + signal.SIGKILL:
             self.oom = container.oom_killed(self.runtime, str(self.container))
-        try:
-            self._remove_container()
-        except (OSError, subprocess.TimeoutExpired):
-            pass  # the reaper removes it at exit
-        else:
-            container.unregister(self.runtime, str(self.container))
+        if self._init is not None:  # its processes are dead: dropping the container's record can wait
+            _removals().submit(self._remove_and_forget)
+        else:  # its processes are not on this kernel (a remote daemon): rm -f is the kill itself
+            self._remove_and_forget()
         shutil.rmtree(self._piddir, ignore_errors=True)
         with _lock:
             _closed_containers[str(self.container)] = self.runtime
-
             while len(_closed_containers) > 4096:  # bounded over a long run: the oldest were checked by then
                 del _closed_containers[next(iter(_closed_containers))]
+
+
+    def oom_kills(self) -> int:
+        """Processes of this container the kernel OOM-killed (its memory cgroup: all together)."""
+        from . import container
+
+        return container.oom_kills(self._oom_file) if self.container is not None else 0
+
+    def _remove_and_forget(self) -> None:
+        from . import container
+
+        try:
+            if not self._remove_container():
+                return  # still registered: the reaper removes it at exit
+        except (OSError, subprocess.TimeoutExpired):
+            return
+        container.unregister(self.runtime, str(self.container))
+
+
+_REMOVER: Any = None
+
+
+def _removals() -> Any:
+    """One thread that removes dead containers off the reset path (``rm -f`` takes ~0.3 s); a
+    container stays registered with the reaper until it is removed."""
+    global _REMOVER
+    from concurrent.futures import ThreadPoolExecutor
+
+    with _lock:
+        if _REMOVER is None:
+            _REMOVER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agentsynth-python-remover")
+        return _REMOVER
 
 
 def _done_starting() -> None:
@@ -740,6 +781,7 @@ def leaked_containers() -> list[str]:
     """Containers of killed sandboxes that still exist (there must be none)."""
     from . import container
 
+    _removals().submit(lambda: None).result()  # the removals queued before this are done
     with _lock:
         closed = dict(_closed_containers)
     left: list[str] = []

@@ -221,3 +221,25 @@ def test_build_image_makes_a_rootfs_the_backend_runs(tmp_path):
     finally:
         env.close()
         shutil.rmtree(root, ignore_errors=True)
+
+
+@needs_container
+def test_closing_a_world_removes_its_containers(tmp_path):
+    """The agent's container and each checker's are removed once they are killed (off the reset
+    path, but before leaked_containers answers); nothing of this process is left."""
+    from agentsynth_kernel import ToolCall
+    from agentsynth_python.sandbox import leaked_containers
+
+    env = PythonEnvironment(base_dir=tmp_path, isolation="container")
+    env.reset(0)
+    first = env.proc.container
+    assert "2" in env.step(ToolCall("python_exec", {"code": "1 + 1"})).content
+    rt = env.runtime
+    assert first in c.mine(rt)
+    env.reset(1)  # a fresh container per episode
+    second = env.proc.container
+    assert second != first
+    assert env.evaluate("1 + 1") == 2  # a checker's own container
+    env.close()
+    assert leaked_containers() == []
+    assert not {first, second} & set(c.mine(rt))
