@@ -77,56 +77,9 @@ PROTOCOLS = ("Environment", "Checker", "Policy", "Judge", "Generator", "Exporter
 RECORDS = ("Verdict", "Observation", "Action", "ToolCall", "Answer", "ToolSpec", "Turn", "Step", "Trajectory",
            "EpisodeResult", "Status", "Usage", "Message", "EpisodeState", "JudgeResult")
 
-# A key's doc when its field has no comment in the source. Prefer a comment next to the field (it
-# wins, and the tests flag an entry here that a comment has made redundant).
-FIELD_DOCS: dict[str, str] = {
-    "ComponentSpec.type": "The registered name of the component (`agentsynth plugins` lists them).",
-    "ComponentSpec.params": "Everything else in the mapping: the component's own keys (see its page).",
-    "Task.id": "Unique within the pack: a letter or digit, then letters, digits, `_`, `.`, `-`. Results and `only:` "
-               "name tasks by it.",
-    "Task.instruction": "What the agent is asked to do (its first user message).",
-    "Task.checkers": "Checkers of this task, run after the pack-wide ones; all must pass.",
-    "Task.split": "`train` or `test`; a run selects one with `split:`.",
-    "Task.tier": "A free label (a name or a number: `easy`, `3`) that reports group results by.",
-    "Task.environment": "Keys merged over the pack's `environment:` for this task (may change `type:`).",
-    "Task.max_steps": "This task's step limit (default: the run's `max_steps`).",
-    "Task.metadata": "Free data for checkers, generators and exporters; not shown to the agent.",
-    "Pack.id": "The pack's name in results, reports and run directory names (the same characters as a task id).",
-    "Pack.tasks": "The tasks (at least one), each as below.",
-    "Pack.environment": "The world every task runs in; a task's `environment:` is merged over it.",
-    "Pack.description": "One line about the pack, for people and reports.",
-    "Pack.version": "Travels with every result (with the pack's content hash).",
-    "Pack.oracle": "The oracle file, relative to pack.yaml (default: `oracle.py` next to it).",
-    "Pack.system_prompt": "The system message the agent gets in every task.",
-    "Pack.checkers": "Checkers applied to every task, before the task's own.",
-    "Pack.metadata": "Free data for plugins and exporters.",
-    "RunSpec.policy": "The agent: a [policy](components/policies.md) (`noop` when `generate:` is given).",
-    "RunSpec.pack": "A registered [pack](components/packs.md) name or a path (file or directory), "
-                    "relative to the spec's folder.",
-    "RunSpec.tasks": "Inline [tasks](pack.md#tasks) instead of a pack (then `environment:` is needed).",
-    "RunSpec.environment": "The [environment](components/environments.md) of inline tasks (not with `pack:`).",
-    "RunSpec.oracle": "The oracle file of inline tasks.",
-    "RunSpec.name": "The run's name (default: the spec file's stem).",
-    "RunSpec.split": "Which tasks run: `train`, `test` or `all`.",
-    "RunSpec.only": "Run only these task ids (in pack order).",
-    "RunSpec.trials": "Episodes per task (pass^k over the trials).",
-    "RunSpec.seed": "The run's seed; each episode's seed is derived from it, the task id and the trial, the same "
-                    "on every machine.",
-    "RunSpec.concurrency": "Episodes at once.",
-    "RunSpec.timeout": "Seconds an episode may take; then it is an `error` of kind `timeout`.",
-    "RunSpec.max_steps": "Steps an episode may take (a task's `max_steps` overrides it).",
-    "RunSpec.judge": "A [judge](components/judges.md) scoring every trajectory (its scores go to `scores`).",
-    "RunSpec.export": "[Exporters](components/exporters.md) writing the results; each needs `path:`.",
-    "RunSpec.budget": "A hard cap on spending; the run stops when it is reached (see `budget:` below).",
-    "RunSpec.run_dir": "Where the run store and report go (default: `runs/<time>-<pack>-<policy>`).",
-    "Verdict.checker": "The checker's name (its `type:`, or the `name:` it was given).",
-    "Verdict.passed": "The decision; a task passes when every one of its checkers' verdicts passed.",
-    "Verdict.score": "Partial credit in [0, 1] (exported as a reward); `passed` decides pass/fail.",
-    "Verdict.detail": "Why, for a person: what was found versus what was expected.",
-    "Verdict.data": "Structured evidence (JSON-serialisable) for reports and exporters.",
-    "Budget.usd": "Dollars the run's LLM calls may cost.",
-    "Budget.tokens": "Tokens (prompt + completion) the run's LLM calls may use.",
-}
+# A key's doc when its field has no comment in the source ("Class.field": "text"). Empty since the
+# kernel's classes document every key beside its field; a comment, when there is one, wins.
+FIELD_DOCS: dict[str, str] = {}
 
 ORACLE = """\
 The oracle is the scripted solution of every task, used by `--policy oracle` and by
@@ -320,12 +273,29 @@ def _number(value: float) -> str:
     return f"{int(value):,}" if float(value).is_integer() else f"{value:g}"
 
 
+def _stable_repr(value: Any) -> str:
+    """``repr`` with sets sorted: a set of strings iterates in a per-process hash order."""
+    if isinstance(value, (set, frozenset)):
+        items = ", ".join(sorted(_stable_repr(v) for v in value))
+        if not value:
+            return "set()" if isinstance(value, set) else "frozenset()"
+        return f"{{{items}}}" if isinstance(value, set) else f"frozenset({{{items}}})"
+    if isinstance(value, tuple):
+        inner = ", ".join(_stable_repr(v) for v in value)
+        return f"({inner},)" if len(value) == 1 else f"({inner})"
+    if isinstance(value, list):
+        return "[" + ", ".join(_stable_repr(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_stable_repr(k)}: {_stable_repr(v)}" for k, v in value.items()) + "}"
+    return repr(value)
+
+
 def shown(value: Any) -> str:
     if isinstance(value, PurePath):  # PosixPath('.') here, WindowsPath('.') elsewhere
         value = str(value)
     if inspect.isroutine(value) or inspect.isclass(value):  # a function's repr has its address
         return str(getattr(value, "__qualname__", None) or getattr(value, "__name__", "(a function)"))
-    text = repr(value)
+    text = _stable_repr(value)
     if " at 0x" in text or text.startswith("<object object"):
         return "(not given)"  # a sentinel object: its address changes per run
     text = scrub(text, values=True)
