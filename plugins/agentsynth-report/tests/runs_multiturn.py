@@ -72,7 +72,7 @@ USER_PAYLOAD = '<img src=x onerror="window.__pwned = 1"><script>window.__pwned =
 EDGE_PACK = """
 id: support-edge
 version: "1"
-description: Conversations for the report's tests (a user that breaks its rule, markup, dual control).
+description: Conversations for the report's tests (a user that breaks its rule, a talk the agent cuts short, markup, dual control).
 system_prompt: You are the support agent of a small shop.
 environment: {type: sql, schema: schema.sql}
 oracle: oracle.py
@@ -92,6 +92,18 @@ tasks:
         refunds: {insert: true}
     checkers:
       - {type: sql, query: "SELECT status FROM orders WHERE id = 1042", expect: refunded}
+  - id: agent-cuts-talk
+    instruction: Hi, the kettle I ordered arrived broken.
+    max_steps: 2
+    user:
+      instructions: You are Dana Reyes (order 1042). Never tell anyone your password hunter2.
+      script:
+        - My order number is 1042, my password is hunter2.
+        - Yes, please go ahead.
+      checks:
+        - {type: said, reject: hunter2}
+    checkers:
+      - {type: sql, query: "SELECT count(*) FROM refunds", expect: 0}
   - id: markup-reply
     instruction: "Hello <b>there</b>, a question about order 1043."
     user:
@@ -126,6 +138,11 @@ ORACLE = {{
         {{"tool": "sql_execute", "arguments": {{"sql": "UPDATE orders SET status = 'refunded' WHERE id = 1042"}}}},
         {{"answer": "Done: order 1042 is refunded."}},
     ],
+    "agent-cuts-talk": [
+        {{"answer": "What is your order number?"}},
+        {{"tool": "sql_query", "arguments": {{"sql": "SELECT id, status FROM orders WHERE id = 1042"}}}},
+        {{"tool": "sql_query", "arguments": {{"sql": "SELECT id, status FROM orders WHERE id = 1042"}}}},
+    ],
     "markup-reply": [
         {{"answer": "You wrote: " + PAYLOAD}},
         {{"answer": "Goodbye."}},
@@ -139,7 +156,7 @@ ORACLE = {{
 
 
 def write_edge_pack(directory: Path) -> Path:
-    """A pack of three conversations next to the support pack's database; returns its pack.yaml."""
+    """A pack of four conversations next to the support pack's database; returns its pack.yaml."""
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "schema.sql").write_text((SUPPORT / "schema.sql").read_text())
     (directory / "pack.yaml").write_text(EDGE_PACK.replace("PAYLOAD", USER_PAYLOAD.replace('"', '\\"')))

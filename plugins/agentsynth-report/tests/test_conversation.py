@@ -1,6 +1,6 @@
 """Multi-turn episodes with a simulated user, shown as a conversation in the report and in `serve`:
-real runs of the repo's ``support`` pack (oracle, noop) and of three conversations of our own (a user
-that breaks its rule, markup in a user's reply, dual control), in real Chromium."""
+real runs of the repo's ``support`` pack (oracle, noop) and of four conversations of our own (a user
+that breaks its rule, a talk the agent cuts short, markup in a user's reply, dual control), in real Chromium."""
 
 from __future__ import annotations
 
@@ -116,8 +116,8 @@ def test_the_report_shows_a_support_episode_as_a_conversation(report: Path, page
 def test_a_simulated_users_failure_is_not_the_agents(report: Path, page: Page) -> None:
     bundle = _bundle(report.read_text())
     edge = next(r for r in bundle["runs"] if r["label"] == "oracle · support-edge")
-    assert edge["attribution"] == {"user": 1}
-    assert edge["pass1_excluding_user"]["n"] == 2 and edge["pass1_excluding_user"]["rate"] == 1.0
+    assert edge["attribution"] == {"user": 1, "agent": 1}
+    assert edge["pass1_excluding_user"]["n"] == 3 and edge["pass1_excluding_user"]["passed"] == 2
     run, row = _where(bundle, "oracle · support-edge", "user-breaks-rule")
     p = _open(page, report.as_uri() + f"#ep={run}:{row}")
     viewer = p.locator("#viewer")
@@ -133,13 +133,28 @@ def test_a_simulated_users_failure_is_not_the_agents(report: Path, page: Page) -
     summary = p.locator("#summary")
     assert "pass@1 without simulated-user failures" in summary.locator("thead").inner_text()
     edge_row = summary.locator("tbody tr", has_text="support-edge")
-    assert edge_row.locator("td.pass1").inner_text().startswith("66.7%")
-    assert edge_row.locator("td.pass1-user").inner_text().startswith("100.0%")
+    assert edge_row.locator("td.pass1").inner_text().startswith("50.0%")
+    assert edge_row.locator("td.pass1-user").inner_text().startswith("66.7%")
     assert "1 left out" in edge_row.locator("td.pass1-user").inner_text()
     assert "simulated user" in p.locator("#attribution thead").inner_text()
     who = {r.locator("td").nth(1).inner_text(): r.locator("span.kind").inner_text()
            for r in p.locator("#episodes tbody tr").all()}
     assert who["user-breaks-rule"] == "simulated user" and who["refund-broken-kettle"] == "agent"
+    assert who["agent-cuts-talk"] == "agent"
+    assert page.errors == []
+
+
+def test_a_talk_the_agent_cut_short_is_the_agents_failure(report: Path, page: Page) -> None:
+    """The user broke its rule, but the agent ended the talk (max_steps) before the user did: the kernel
+    counts it against the agent (metadata user_cut), and the viewer says so."""
+    run, row = _where(_bundle(report.read_text()), "oracle · support-edge", "agent-cuts-talk")
+    p = _open(page, report.as_uri() + f"#ep={run}:{row}")
+    viewer = p.locator("#viewer")
+    assert viewer.locator(".state").first.inner_text() == "failed (agent)"
+    assert viewer.locator(".userfail").count() == 0
+    assert "cut short" in viewer.inner_text() and "hunter2" in viewer.inner_text()
+    assert [(who, kind) for who, kind, _ in _talk(p)] == [("user", "message"), ("agent", "message"), ("user", "message"),
+                                                         ("agent", "tool")]
     assert page.errors == []
 
 
@@ -177,13 +192,13 @@ def test_serve_shows_the_conversation(talk_root: Path, page: Page) -> None:
     try:
         listed = {r["name"]: r for r in server.get("/api/runs").json()["runs"]}
         keys = {name: r["key"] for name, r in listed.items()}
-        assert listed["edge"]["user_failures"] == 1 and listed["edge"]["pass1_excluding_user"]["rate"] == 1.0
+        assert listed["edge"]["user_failures"] == 1 and listed["edge"]["pass1_excluding_user"]["n"] == 3
         assert listed["noop"]["user_failures"] == 0
         page.page.goto(server.url + "/")
         page.page.wait_for_selector("#runs tbody tr")
         cells = {row.locator("td").nth(1).inner_text(): row.locator("td").nth(6).inner_text()
                  for row in page.page.locator("#runs tbody tr").all()}
-        assert cells["edge"] == "66.7% [20.8, 93.8]\nwithout simulated-user failures 100.0% (1 left out)"
+        assert cells["edge"] == "50.0% [15.0, 85.0]\nwithout simulated-user failures 66.7% (1 left out)"
         assert cells["noop"] == "0.0% [0.0, 49.0]"
         for name, task, expected in (("oracle", "change-address", "Is that correct?"),
                                      ("edge", "markup-reply", USER_PAYLOAD)):

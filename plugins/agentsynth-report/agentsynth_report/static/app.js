@@ -621,7 +621,7 @@
     });
     return calls;
   }
-  function renderConversation(t) {
+  function renderConversation(t, userFailed) {
     // the user's opening message, then the agent's steps in order: its tool calls with their results,
     // each of its messages followed by the user's own tool calls and the user's reply
     var items = [message(USER_KIND, t.instruction, "opening message")];
@@ -634,7 +634,10 @@
       items.push(message("agent", a.content, head, s.thought ? el("div", { class: "thought" }, [el("span", { class: "lbl", text: "thought" }), pre(s.thought)]) : null));
       (calls[sent] || []).forEach(function (u) { items.push(stepItem(u, -1, USER_KIND)); });
       var o = s.observation;
-      if (!o) return;
+      if (!o) {
+        if (userFailed && i === t.steps.length - 1) items.push(el("li", { class: "convend", text: "the simulated user failed before it replied" }));
+        return;
+      }
       if (o.content) items.push(message(USER_KIND, o.content, "reply to message " + sent));
       if (o.done) items.push(el("li", { class: "convend", text: o.data && o.data.stopped === "max_turns" ?
         "the conversation reached the user's max_turns" : "the user ended the conversation" }));
@@ -712,7 +715,9 @@
     if (t.tools && t.tools.length) box.appendChild(el("details", null, [el("summary", { text: "tools: " + t.tools.map(function (x) { return x.name; }).join(", ") }), pre(t.tools)]));
     if (talk && t.user && typeof t.user === "object") box.appendChild(userSide(t.user));
     box.appendChild(el("h3", { text: talk ? conversationCounts(t) : "trajectory (" + (t.steps || []).length + " steps)" }));
-    box.appendChild(talk ? renderConversation(t) : renderSteps(t.steps));
+    box.appendChild(talk ? renderConversation(t, ep.error_kind === USER_KIND) : renderSteps(t.steps));
+    if (talk && t.metadata && t.metadata.user_cut) box.appendChild(el("p", { class: "muted", text: "the user's rules were " +
+      "broken in a talk the agent cut short (the user never ended it), so they count against the agent: " + t.metadata.user_cut }));
     if (t.metadata && t.metadata.stopped) box.appendChild(el("p", { class: "muted", text: "stopped: " + t.metadata.stopped }));
     var scores = ep.scores || {};
     if (Object.keys(scores).length) {
