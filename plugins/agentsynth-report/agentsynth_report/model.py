@@ -26,10 +26,12 @@ from agentsynth_kernel import (
     session_state,
     wilson_interval,
 )
-from agentsynth_kernel.report import USER_KIND  # a simulated user that broke its instructions or failed
 
 # status codes of the compact rows and the grid (the page's legend uses the same ones)
 STATUS = {"passed": 1, "failed": 0, "error": 2}
+# the error kind of a simulated user that broke its instructions or failed (the kernel's report.USER_KIND,
+# not among its public names)
+USER_KIND = "user"
 WHY_CHARS = 240
 
 
