@@ -45,11 +45,11 @@ PUBLIC: dict[str, tuple[str, ...]] = {
         "LEDGER_KEY", "BudgetLedger", "BudgetUnenforceable", "LLMClient", "LLMError", "Reservation", "client_for",
         "price_for", "resolve_route",
     ),
-    "plugins": ("PluginHost", "get_host", "get_plugin_manager", "reset_plugins"),
+    "plugins": ("ComponentKind", "PluginHost", "get_host", "get_plugin_manager", "reset_plugins"),
     "records": (
-        "SCHEMA_VERSION", "Status", "Action", "Answer", "EpisodeResult", "Message", "Observation", "Step",
+        "SCHEMA_VERSION", "ERROR_KINDS", "ErrorKind", "Status", "Action", "Answer", "EpisodeResult", "Message", "Observation", "Step",
         "ToolCall", "ToolSpec", "Trajectory", "Usage", "Verdict", "from_json", "read_jsonl", "to_builtins",
-        "to_json", "to_openai_messages", "write_jsonl",
+        "to_json", "to_openai_messages", "write_jsonl", "is_error_kind",
     ),
     "report": ("INFRA_KINDS", "summarize", "summarize_results", "write_json"),
     "results": ("ResultSet", "Tally"),
@@ -60,7 +60,7 @@ PUBLIC: dict[str, tuple[str, ...]] = {
     ),
     "spec": (
         "SPLITS", "Bounds", "Budget", "ComponentSpec", "InvalidValue", "Pack", "RunSpec", "Task", "UserSpec", "build",
-        "check_component", "check_pack", "content_hash", "load_pack", "load_run_spec", "parse_component",
+        "check_component", "check_pack", "content_hash", "load_pack", "load_run_spec", "located", "parse_component",
         "read_yaml", "resolve_pack", "select_tasks", "structure", "unstructure",
     ),
     "stats": ("paired_sign_test", "pass_at_k", "pass_hat_k", "verifiable_gate", "wilson_interval"),
@@ -316,6 +316,9 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_public_api.py
         resolve_route as resolve_route,
     )
     from .plugins import (
+        ComponentKind as ComponentKind,
+    )
+    from .plugins import (
         PluginHost as PluginHost,
     )
     from .plugins import (
@@ -328,6 +331,9 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_public_api.py
         reset_plugins as reset_plugins,
     )
     from .records import (
+        ERROR_KINDS as ERROR_KINDS,
+    )
+    from .records import (
         SCHEMA_VERSION as SCHEMA_VERSION,
     )
     from .records import (
@@ -338,6 +344,9 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_public_api.py
     )
     from .records import (
         EpisodeResult as EpisodeResult,
+    )
+    from .records import (
+        ErrorKind as ErrorKind,
     )
     from .records import (
         Message as Message,
@@ -368,6 +377,9 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_public_api.py
     )
     from .records import (
         from_json as from_json,
+    )
+    from .records import (
+        is_error_kind as is_error_kind,
     )
     from .records import (
         read_jsonl as read_jsonl,
@@ -485,6 +497,9 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_public_api.py
     )
     from .spec import (
         load_run_spec as load_run_spec,
+    )
+    from .spec import (
+        located as located,
     )
     from .spec import (
         parse_component as parse_component,

@@ -37,7 +37,8 @@ def _load(ref: str) -> click.Command | None:
         if exc.name == module_name:  # declared but not built yet
             return None
         raise
-    return getattr(module, attr)
+    command: click.Command | None = getattr(module, attr)
+    return command
 
 
 def _extensible(group: click.Group, root: LazyGroup) -> None:

@@ -31,10 +31,10 @@ from .records import (
 )
 
 if TYPE_CHECKING:
-    from .engine import RunInfo
     from .episode import EpisodeConfig
     from .plugins import PluginHost
     from .spec import Pack, Task
+    from .types import RunInfo
 
 
 async def call(method: Any, /, *args: Any, **kwargs: Any) -> Any:

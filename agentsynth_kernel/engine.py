@@ -35,6 +35,7 @@ from .results import ResultSet
 from .secrets import redact, remember_environment
 from .spec import ComponentSpec, Pack, RunSpec, Task, build, content_hash, select_tasks, unstructure
 from .store import BATCH_SECONDS, STORE_FILE, RunStore
+from .types import RunInfo as RunInfo  # defined in the leaf module types.py; public here as before
 
 # Spec keys that may change between sessions of one run without --force: they do not change what an
 # episode does or which episodes exist (a larger budget is how a budget-stopped run continues).
@@ -96,33 +97,6 @@ def derive_seed(base: int, task_id: str, trial: int) -> int:
 
 
 @attrs.define
-class RunInfo:
-    """What lifecycle hooks, progress displays and components know about a run.
-
-    Component factories that take a ``run`` parameter receive it; ``services``
-    holds run-scoped shared objects (e.g. the LLM client that enforces the
-    run's budget), created on first use by whoever needs them. ``restored``
-    counts episodes taken from the store on resume (already part of ``total``);
-    ``spent`` is what earlier sessions of the run used (restored episodes and the
-    episodes a budget stopped), so a budget can be enforced over the whole run.
-    """
-
-    run_id: str
-    spec: RunSpec
-    pack: Pack
-    run_dir: Path | None
-    total: int
-    started_at: float = attrs.field(factory=time.time)
-    services: dict[str, Any] = attrs.field(factory=dict)
-    run_hash: str = ""
-    restored: int = 0
-    spent: Usage = attrs.field(factory=Usage)
-    # the run store's spend journal (None without a run directory): the LLM client writes each
-    # request's worst case there before sending, so a budget holds across kill -9 and resume
-    journal: Any = None
-
-
-@attrs.define
 class RunReport:
     """The results of a run (including ones restored from the store on resume)."""
 
@@ -175,7 +149,8 @@ def pack_record(pack: Pack, spec: RunSpec | None = None) -> dict[str, Any]:
 
 def spec_record(spec: RunSpec) -> dict[str, Any]:
     """The spec as plain data with secrets redacted: what the run directory stores."""
-    return redact(unstructure(spec))
+    record: dict[str, Any] = redact(unstructure(spec))
+    return record
 
 
 def run_hash(spec_data: dict[str, Any], pack: dict[str, Any], plan: Plan, vers: dict[str, str]) -> str:

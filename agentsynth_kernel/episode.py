@@ -22,7 +22,19 @@ import attrs
 from .components import EpisodeState, normalize_actions
 from .errors import BudgetExceeded
 from .plugins import PluginHost
-from .records import Answer, EpisodeResult, Observation, Status, Step, ToolCall, Trajectory, Usage, Verdict
+from .records import (
+    Answer,
+    EpisodeResult,
+    ErrorKind,
+    Observation,
+    Status,
+    Step,
+    ToolCall,
+    Trajectory,
+    Usage,
+    Verdict,
+    is_error_kind,
+)
 from .spec import ComponentSpec, Pack, Task, build
 from .user import SimulatedUser, UserFailed, agent_view, split_tools, user_policy_spec
 
@@ -173,7 +185,7 @@ def cap_observation(obs: Any, chars: int = MAX_OBSERVATION_CHARS,
     """The observation as the agent sees and the store keeps it: text cut to ``chars`` with a
     visible marker, structured ``data`` over ``data_bytes`` (JSON) replaced by a note of its size."""
     if not isinstance(obs, Observation):
-        obs = Observation(str(obs if obs is not None else ""))
+        return cap_observation(Observation(str(obs if obs is not None else "")), chars, data_bytes)
     content, data = obs.content, obs.data
     if len(content) > chars:
         content = content[:chars] + f"\n[... output truncated: {len(content) - chars:,} more characters not shown]"
@@ -465,7 +477,8 @@ class Episode:
         finally:
             self.worker.stop()
 
-    def result(self, status: Status, *, error: str = "", error_kind: str = "", duration: float = 0.0) -> EpisodeResult:
+    def result(self, status: Status, *, error: str = "", error_kind: ErrorKind = "",
+               duration: float = 0.0) -> EpisodeResult:
         return EpisodeResult(
             task_id=self.task.id, trial=self.trial, seed=self.seed, status=status, trajectory=self.trajectory,
             verdicts=self.verdicts, error=error, error_kind=error_kind, duration_s=duration, usage=self.usage,
@@ -473,9 +486,11 @@ class Episode:
         )
 
 
-def attribute(stage: str, exc: BaseException) -> str:
+def attribute(stage: str, exc: BaseException) -> ErrorKind:
     """Who failed: ``budget`` for a budget stop, the kind an exception declares (``agentsynth_error_kind``,
-    e.g. ``provider`` from the LLM client, also on a wrapped cause), else the stage that raised."""
+    e.g. ``provider`` from the LLM client, also on a wrapped cause), else the stage that raised. A
+    declared kind the records do not know (not in ``ErrorKind``) is not taken: the stored episode
+    would no longer decode."""
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
@@ -483,10 +498,10 @@ def attribute(stage: str, exc: BaseException) -> str:
         if isinstance(current, BudgetExceeded):
             return "budget"
         declared = getattr(current, "agentsynth_error_kind", None)
-        if isinstance(declared, str) and declared:
+        if declared and is_error_kind(declared):
             return declared
         current = current.__cause__ or current.__context__
-    return stage
+    return stage if is_error_kind(stage) else "environment"
 
 
 def _short_traceback(exc: BaseException, limit: int = 4) -> str:
@@ -506,7 +521,8 @@ async def run_episode(
     episode = Episode(host, pack, task, trial, seed, config, run, on_step)
     started = time.perf_counter()
     status: Status = "failed"
-    error, kind = "", ""
+    error = ""
+    kind: ErrorKind = ""
     try:
         status = await asyncio.wait_for(episode.play(), timeout=config.timeout)
         kind = "" if status == "passed" else "agent"

@@ -49,10 +49,10 @@ import pluggy
 if TYPE_CHECKING:
     import click
 
-    from .engine import RunInfo
     from .records import EpisodeResult, Trajectory
     from .spec import Pack, RunSpec, Task
     from .testing.adversarial import Exploit, PerturbedTask
+    from .types import RunInfo
 
 hookspec = pluggy.HookspecMarker("agentsynth")
 

@@ -196,10 +196,7 @@ class EpisodeResult(msgspec.Struct, omit_defaults=True):
     trajectory: Trajectory | None = None
     verdicts: list[Verdict] = msgspec.field(default_factory=list)
     error: str = ""
-    if typing.TYPE_CHECKING:  # until Episode.result takes an ErrorKind (/tmp/kernel-requests/strict-3.patch)
-        error_kind: str = ""
-    else:  # what msgspec decodes with: an unknown kind is refused
-        error_kind: ErrorKind = ""
+    error_kind: ErrorKind = ""
     duration_s: float = 0.0
     usage: Usage = msgspec.field(default_factory=Usage)
     scores: dict[str, float] = msgspec.field(default_factory=dict)

@@ -7,10 +7,10 @@ from typing import TYPE_CHECKING
 from ..episode import EpisodeConfig, run_episode
 
 if TYPE_CHECKING:
-    from ..engine import RunInfo
     from ..plugins import PluginHost
     from ..records import EpisodeResult
     from ..spec import Pack, Task
+    from ..types import RunInfo
 
 
 class LocalExecutor:
