@@ -48,11 +48,11 @@ def _test_with(plugin: str) -> list[str]:
     a composite world's pack runs sql and python worlds, although its code imports only the kernel."""
     data = tomllib.loads((ROOT / "plugins" / plugin / "pyproject.toml").read_text())
     names = data.get("tool", {}).get("agentsynth", {}).get("test-with", [])
-    unknown = sorted(set(names) - set(PLUGINS))
+    unknown = sorted(set(names) - set(PLUGINS) - set(PACKS))
     if unknown:
         raise ValueError(f"plugins/{plugin}/pyproject.toml: [tool.agentsynth] test-with names {unknown}, "
-                         f"which are not plugins in plugins/ (expected some of {PLUGINS})")
-    return [a for name in names for a in ("-e", f"plugins/{name}")]
+                         f"which are not plugins in plugins/ nor packs in packs/ (expected some of {PLUGINS + PACKS})")
+    return [a for name in names for a in ("-e", f"plugins/{name}" if name in PLUGINS else f"packs/{name}")]
 
 
 @nox.session(tags=["tests"])

@@ -51,7 +51,7 @@ PUBLIC: dict[str, tuple[str, ...]] = {
         "ToolCall", "ToolSpec", "Trajectory", "Usage", "Verdict", "from_json", "read_jsonl", "to_builtins",
         "to_json", "to_openai_messages", "write_jsonl", "is_error_kind",
     ),
-    "report": ("INFRA_KINDS", "summarize", "summarize_results", "write_json"),
+    "report": ("INFRA_KINDS", "USER_KIND", "summarize", "summarize_results", "write_json"),
     "results": ("ResultSet", "Tally"),
     "rundirs": ("load_stored_spec", "open_run", "run_status", "unfinished_episodes", "verify_run"),
     "secrets": (
@@ -398,6 +398,9 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_public_api.py
     )
     from .report import (
         INFRA_KINDS as INFRA_KINDS,
+    )
+    from .report import (
+        USER_KIND as USER_KIND,
     )
     from .report import (
         summarize as summarize,

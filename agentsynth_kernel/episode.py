@@ -332,7 +332,15 @@ class Episode:
                 thought = turn.thought if i == 0 else ""
                 usage = turn.usage if i == 0 else None
                 if isinstance(action, Answer):
-                    reply = None if self.user is None else await self._user_reply(action.content)
+                    try:
+                        reply = None if self.user is None else await self._user_reply(action.content)
+                    except BaseException:
+                        # the simulator failed answering this message: keep the message (unanswered) and
+                        # the user's side so far, so a report shows where and how the talk broke off
+                        traj.steps.append(Step(action, None, turn_index, time.perf_counter() - started, thought, usage))
+                        if self.user is not None:
+                            traj.user = self.user.trajectory
+                        raise
                     traj.steps.append(Step(action, reply, turn_index, time.perf_counter() - started, thought, usage))
                     self._notify_step()
                     if reply is not None:  # the conversation goes on until the user ends it

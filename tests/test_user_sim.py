@@ -188,6 +188,9 @@ def test_a_user_policy_that_crashes_fails_the_episode_as_user(host, write, tmp_p
     user = f"      policy: {{type: callable, function: '{broken}:act'}}\n"
     [result] = run(write, host, user=user).results
     assert result.status == "error" and result.error_kind == "user" and "simulator down" in result.error
+    # the message the simulator failed to answer is kept (unanswered), with the user's side so far
+    last = result.trajectory.steps[-1]
+    assert isinstance(last.action, Answer) and last.observation is None and result.trajectory.user is not None
 
 
 def test_the_users_own_budget_is_a_user_failure(host, write):
