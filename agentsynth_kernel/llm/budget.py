@@ -154,6 +154,8 @@ class BudgetLedger:
 
     def _wake(self) -> None:
         with self._lock:
+            if not self._changed:  # nobody ever waited (no budget, or room enough): nothing to wake
+                return
             waiting = list(self._changed.items())
         if not waiting:
             return
