@@ -135,10 +135,27 @@ def _exit_now(code: int) -> None:
     sys.exit(code)
 
 
+def _collect_then_freeze() -> None:
+    """The last exit hook of the command (registered first, so it runs after every plugin's).
+    Interpreter finalisation runs full collections over every object of the hundreds of modules a
+    command imported: ~0.1 s of CPU with every plugin installed, for ~1 ms of garbage. One
+    collection here frees today's cycles (their finalisers run as always); ``gc.freeze()`` then
+    keeps finalisation's collections off what was still alive, which module teardown frees by
+    reference count as before."""
+    import gc
+
+    gc.collect()
+    gc.freeze()
+
+
 def main(argv: list[str] | None = None) -> Any:
     """Console entry point: user errors become one clean message per problem and exit code 2."""
     from .errors import AgentsynthError
 
+    if argv is None:  # the command itself, not a caller in this process
+        import atexit
+
+        atexit.register(_collect_then_freeze)
     try:
         return cli.main(args=argv, prog_name="agentsynth", standalone_mode=False)
     except (click.exceptions.Abort, KeyboardInterrupt):  # click turns Ctrl-C into Abort

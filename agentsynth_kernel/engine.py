@@ -16,6 +16,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import socket
 import time
 import uuid
@@ -118,11 +119,19 @@ def versions() -> dict[str, str]:
     return dict(_installed_versions())
 
 
+# a distribution's folder (``agentsynth_sql-0.1.0.dist-info``) starts with its name: agentsynth's or not
+_OURS = re.compile(r"agentsynth(?:[-_.]|$)", re.IGNORECASE)
+
+
 @functools.lru_cache(maxsize=1)
 def _installed_versions() -> tuple[tuple[str, str], ...]:
-    # Reading every distribution's METADATA costs ~0.1 s: once per process, not once per run.
+    # Parsing METADATA is ~0.25 ms a distribution (~45 ms in an environment of 180): only ours are
+    # read, the others are told apart by their folder's name. Once per process, not once per run.
     out = {}
     for dist in metadata.distributions():
+        folder = getattr(dist, "_path", None)  # a PathDistribution's; other finders: read as before
+        if folder is not None and not _OURS.match(Path(folder).name):
+            continue
         name = dist.metadata["Name"] or ""
         if name == "agentsynth" or name.startswith("agentsynth-"):
             out[name] = dist.version
