@@ -56,13 +56,15 @@ cache, budget and stats are shared.
 The package has one module per concept: ``client`` (LLMClient, client_for), ``routing`` (which
 transport), ``fast`` (the OpenAI-compatible HTTP path), ``via_litellm`` (every other provider),
 ``wire`` (the OpenAI wire format), ``records`` (responses, stats), ``cache``, ``budget`` (the
-ledger), ``prices``, ``ratelimit``, ``errors``.
+ledger), ``prices``, ``ratelimit``, ``errors``, ``batch`` (provider batch APIs, docs/llm-batch.md)
+and ``anthropic_wire`` (Anthropic Messages for the batch path).
 """
 
 from __future__ import annotations
 
 from ..errors import BudgetExceeded
 from ..secrets import redact, redact_text
+from .batch import BatchSettings
 from .budget import PICO, BudgetLedger, Reservation, SpendJournal, to_pico
 from .cache import ResponseCache, default_cache_dir
 from .client import LEDGER_KEY, SERVICE_KEY, LLMClient, client_for
@@ -75,7 +77,8 @@ from .routing import LITELLM_PROVIDERS, OPENAI_COMPATIBLE, Route, completion_cap
 redact_secrets = redact
 
 __all__ = [
-    "LEDGER_KEY", "LITELLM_PROVIDERS", "OPENAI_COMPATIBLE", "PICO", "SERVICE_KEY", "BudgetExceeded", "BudgetLedger",
+    "LEDGER_KEY", "LITELLM_PROVIDERS", "OPENAI_COMPATIBLE", "PICO", "SERVICE_KEY", "BatchSettings", "BudgetExceeded",
+    "BudgetLedger",
     "BudgetUnenforceable", "LLMClient", "LLMError", "LLMResponse", "LLMStats", "LLMToolCall", "Reservation",
     "ResponseCache", "Route", "SpendJournal", "client_for", "completion_cap_param", "default_cache_dir", "price_for",
     "redact_secrets", "redact_text", "resolve_route", "to_pico",
