@@ -11,6 +11,7 @@
       # parallel_tool_calls, tool_choice, params: {top_p: ...}, max_observation_chars: 20000,
       # cache: false, transport: litellm, timeout, max_retries, rpm, prices: {model: [in, out]}
       # small_model: true, context_chars: 6000     (on by default for model: local; max_turns is then 8)
+      # batch: {provider: openai, poll_s: 60}   (provider batch APIs, half price: docs/llm-batch.md)
 
 Each turn sends the conversation and the environment's tools, executes the tool calls the model
 returns (parallel calls in one turn), feeds the results back, and stops on an answer without tool
@@ -71,15 +72,25 @@ def _final_answer_tool(name: str) -> dict[str, Any]:
     }}
 
 
+def _size(message: dict[str, Any]) -> int:
+    return len(str(message.get("content") or "")) + len(str(message.get("tool_calls") or ""))
+
+
 def fit_messages(messages: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
-    """The conversation to send: the system and task messages, then as many of the latest turns as fit
-    in ``limit`` characters. A turn (an assistant message and the tool results after it) is kept or
-    dropped whole, so every tool result still follows its call; a marker says how much was cut."""
+    """The conversation to send: the system and task messages, then the latest turns that fit in
+    ``limit`` characters. A turn (an assistant message and the tool results after it) is kept or
+    dropped whole, so every tool result still follows its call; a marker says how much was cut.
+
+    The cut is stable across turns, so a server's prompt cache (llama.cpp: 1.5 s for a cached
+    1,300-token prompt, 32 s uncached) keeps hitting: when the history overflows, the oldest turns
+    are dropped in one chunk, until what is left fits in half the room; then new turns are only
+    appended, and the prompt sent next turn starts with the one sent this turn, until the room
+    overflows again. The cut is replayed from the start of the history, so it is a function of the
+    history alone (the policy keeps no state for it)."""
     head = 0
     while head < len(messages) and messages[head].get("role") in ("system", "user") and head < 2:
         head += 1
-    size = sum(len(str(m.get("content") or "")) + len(str(m.get("tool_calls") or "")) for m in messages)
-    if size <= limit or len(messages) <= head + 1:
+    if sum(_size(m) for m in messages) <= limit or len(messages) <= head + 1:
         return messages
     turns: list[list[dict[str, Any]]] = []
     for message in messages[head:]:
@@ -87,19 +98,19 @@ def fit_messages(messages: list[dict[str, Any]], limit: int) -> list[dict[str, A
             turns[-1].append(message)
         else:
             turns.append([message])
-    budget = limit - sum(len(str(m.get("content") or "")) for m in messages[:head])
-    kept: list[list[dict[str, Any]]] = []
-    for turn in reversed(turns):
-        cost = sum(len(str(m.get("content") or "")) + len(str(m.get("tool_calls") or "")) for m in turn)
-        if kept and cost > budget:
-            break
-        kept.append(turn)
-        budget -= cost
-    dropped = len(turns) - len(kept)
-    if not dropped:
+    room = limit - sum(len(str(m.get("content") or "")) for m in messages[:head])
+    costs = [sum(_size(m) for m in turn) for turn in turns]
+    start, window = 0, 0  # the first kept turn, and the size of turns[start:i+1]
+    for i, cost in enumerate(costs):
+        window += cost
+        if window > room:  # overflow: drop the oldest turns in one chunk, down to half the room
+            while start < i and window > room // 2:
+                window -= costs[start]
+                start += 1
+    if not start:
         return messages
-    marker = {"role": "user", "content": f"[... {dropped} earlier turns cut to fit the model's context]"}
-    return [*messages[:head], marker, *(m for turn in reversed(kept) for m in turn)]
+    marker = {"role": "user", "content": f"[... {start} earlier turns cut to fit the model's context]"}
+    return [*messages[:head], marker, *(m for turn in turns[start:] for m in turn)]
 
 
 class LLMPolicy:
@@ -126,6 +137,7 @@ class LLMPolicy:
         max_observation_chars: Annotated[int, Bounds(low=1)] | None = 20_000,
         small_model: bool | None = None,
         context_chars: Annotated[int, Bounds(low=200)] | None = None,
+        batch: bool | str | dict[str, Any] | None = None,
         run: Any = None,
         task: Task | None = None,
         pack: Pack | None = None,
@@ -135,7 +147,7 @@ class LLMPolicy:
             raise AgentsynthError("llm policy: 'model' must be a model name such as 'openai/gpt-4o-mini'")
         if max_turns is not None and max_turns < 1:
             raise AgentsynthError(f"llm policy: max_turns must be at least 1, got {max_turns}")
-        from ..llm import client_for, resolve_route
+        from ..llm import BatchSettings, client_for, resolve_route
 
         resolve_route(model, api_base, transport)  # bad transport / missing api_base: fail at build time
         self.model, self.temperature = model, temperature
@@ -158,6 +170,9 @@ class LLMPolicy:
             cap = max(100, self.context_chars // 3)
             max_observation_chars = cap if max_observation_chars is None else min(max_observation_chars, cap)
         self.max_observation_chars = max_observation_chars
+        # None: the client's setting (its own, or $AGENTSYNTH_LLM_BATCH); checked now, so a bad value
+        # fails when the run is built, naming the key
+        self.batch = BatchSettings.parse(batch, "llm policy: batch") if batch is not None else None
         self.extra: dict[str, Any] = dict(params or {})
         if parallel_tool_calls is not None:
             self.extra["parallel_tool_calls"] = parallel_tool_calls
@@ -257,7 +272,8 @@ class LLMPolicy:
         response = await self.client.complete(
             messages, model=self.model, tools=tools or None, temperature=self.temperature,
             max_tokens=self.max_tokens, api_base=self.api_base, api_key_env=self.api_key_env,
-            transport=self.transport, cache=self.cache, cache_salt=f"{state.task.id}:{state.seed}", **self.extra,
+            transport=self.transport, cache=self.cache, cache_salt=f"{state.task.id}:{state.seed}",
+            batch=self.batch, **self.extra,  # None: the client's own batch setting
         )
         if response.cached:
             self.cache_hits += 1
