@@ -1200,6 +1200,8 @@ def render_index() -> str:
         "- Components, by kind (every installed plugin's, with their keys):",
         *[f"  - [{title}]({page_of(kind)}): {where}" for kind, (title, where, _) in KIND_PAGES.items()],
         "- [Plugins](../plugins/README.md): the plugin distributions of this repository.",
+        "- Guides: [provider batch APIs](llm-batch.md) (bulk LLM calls at batch prices, resumable) and",
+        "  [a pack from a demonstration](pack-from-demo.md) (`agentsynth pack new NAME --from-demo FILE`).",
         "",
     ]
     return _finish(lines)
