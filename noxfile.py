@@ -134,6 +134,15 @@ def bench(session: nox.Session) -> None:
 
 
 
+@nox.session(name="python-container")
+def python_container(session: nox.Session) -> None:
+    """The python world's heavy container tests (pack validate and the exploit kit on Podman, a real
+    build-image): about 6 minutes, so not in ``-t tests``, whose python session runs the quick ones."""
+    session.install("-e", ".[test]", "-e", "plugins/agentsynth-python[test]")
+    session.run("pytest", "plugins/agentsynth-python/tests", "-k", "container", *session.posargs,
+                env={**TEST_ENV, "AGENTSYNTH_PYTHON_CONTAINER_FULL": "1"})
+
+
 @nox.session(name="real-llm")
 def real_llm(session: nox.Session) -> None:
     """The real-model suite on the embedded model (agentsynth-local): bench core, judge score, synth
