@@ -19,7 +19,7 @@ from typing import IO, Any
 import attrs
 import msgspec
 
-from agentsynth_kernel import AgentsynthError, BudgetExceeded, SpecError, ToolSpec
+from agentsynth_kernel import AgentsynthError, BudgetExceeded, SpecError, ToolSpec, located
 
 from .backends import SimulatedTools, WorldTools
 from .catalog import Scenario
@@ -225,8 +225,9 @@ class Generation:
         if item.mode == "code_execution" and (pack is None or pack.environment is None
                                               or pack.environment.type != "python"):
             task = Task(id=scenario.id, instruction=scenario.query)
-            pyp = Pack(id="generate-python", tasks=[task], environment=ComponentSpec("python", dict(self.config.python_env)))
-            object.__setattr__(pyp, "base_dir", Path.cwd())
+            pyp = located(Pack(id="generate-python", tasks=[task],
+                                    environment=ComponentSpec("python", dict(self.config.python_env))),
+                          base_dir=Path.cwd(), source="", content_hash="")
             return WorldTools(self.host, pyp, task), None
         if self.inputs.corpus is not None:
             from .documents import DocumentTools

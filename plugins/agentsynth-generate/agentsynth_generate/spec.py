@@ -8,7 +8,7 @@ from typing import Any
 
 import attrs
 
-from agentsynth_kernel import SpecError
+from agentsynth_kernel import SpecError, located
 
 from .catalog import Scenario, load_queries, load_tools, parse_queries, parse_tools
 from .core import GenerateConfig, Inputs
@@ -130,9 +130,8 @@ def resolve_inputs(spec: GenerateSpec, *, base_dir: Path, source: str, host: Any
         problems = check_component("environment", env, "world", host, base_dir)
         if problems:
             raise SpecError(source, problems)
-        pack = Pack(id=f"world-{env.type}", tasks=[Task(id="world", instruction="")], environment=env)
-        object.__setattr__(pack, "base_dir", base_dir.resolve())
-        object.__setattr__(pack, "source", source)
+        pack = located(Pack(id=f"world-{env.type}", tasks=[Task(id="world", instruction="")], environment=env),
+                       base_dir=base_dir.resolve(), source=source, content_hash="")
     if pack is not None and pack.environment is None:
         raise SpecError(source, ["pack: the pack has no environment to take the tools from"])
     scenarios: list[Scenario] = [Scenario(f"q{i}", q, source="--query") for i, q in enumerate(spec.query) if q.strip()]

@@ -91,30 +91,28 @@ def test_bad_executor_parameters_are_path_qualified_errors(cli, tmp_path):
 
 def _elsewhere(pack, pack_id: str):
     """The pack as a driver on another machine would send it: a directory this node lacks."""
-    import copy
+    import attrs
 
-    moved = copy.copy(pack)
-    object.__setattr__(moved, "base_dir", Path("/nonexistent/packs/core"))
-    object.__setattr__(moved, "source", "/nonexistent/packs/core/pack.yaml")
-    object.__setattr__(moved, "id", pack_id)
-    return moved
+    from agentsynth_kernel import located
+
+    return located(attrs.evolve(pack, id=pack_id), base_dir=Path("/nonexistent/packs/core"),
+                   source="/nonexistent/packs/core/pack.yaml", content_hash=pack.content_hash)
 
 
 def test_a_worker_finds_the_pack_registered_on_its_node_or_says_what_to_install(tmp_path):
+    from agentsynth_kernel import located
     from agentsynth_ray.worker import EpisodeWorker
 
     spec, pack = _core()
     context = {"spec": spec, "config": None, "run_id": "r", "total": 1, "run_hash": "", "run_dir": None}
     worker = EpisodeWorker("w1", {**context, "pack": _elsewhere(pack, "core")}, None)
     assert worker.ready()["problem"] == "" and worker.pack.base_dir == pack.base_dir  # the node's own 'core'
-    changed = _elsewhere(pack, "core")
-    object.__setattr__(changed, "content_hash", "sha256:other")
+    moved = _elsewhere(pack, "core")
+    changed = located(moved, base_dir=moved.base_dir, source=moved.source, content_hash="sha256:other")
     problem = EpisodeWorker("w2", {**context, "pack": changed}, None).ready()["problem"]
     assert "has content hash" in problem and "install the same version" in problem
-    import copy
-
-    edited = copy.copy(pack)  # the same path holds another version of the pack
-    object.__setattr__(edited, "content_hash", "sha256:other")
+    # the same path holds another version of the pack
+    edited = located(pack, base_dir=pack.base_dir, source=pack.source, content_hash="sha256:other")
     problem = EpisodeWorker("w4", {**context, "pack": edited}, None).ready()["problem"]
     assert f"{pack.base_dir} on worker" in problem and "has content hash" in problem
     problem = EpisodeWorker("w3", {**context, "pack": _elsewhere(pack, "nowhere")}, None).ready()["problem"]

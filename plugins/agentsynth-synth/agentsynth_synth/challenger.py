@@ -54,6 +54,7 @@ from agentsynth_kernel import (
     Task,
     ToolCall,
     check_pack,
+    located,
     structure,
     verifiable_gate,
 )
@@ -332,8 +333,8 @@ def parse_task(text: str, task_id: str, ctx: SynthContext, *, split: str, tier: 
     task = structure(record, Task, source="proposal", prefix="task")
     if not task.checkers:
         raise ValueError("task.checkers: give at least one checker that reads the end state")
-    pack = Pack(id="proposal", tasks=[task], environment=ctx.pack.environment, checkers=list(ctx.pack.checkers))
-    object.__setattr__(pack, "base_dir", ctx.pack.base_dir)
+    pack = located(Pack(id="proposal", tasks=[task], environment=ctx.pack.environment,
+                        checkers=list(ctx.pack.checkers)), base_dir=ctx.pack.base_dir, source="", content_hash="")
     problems = check_pack(pack, ctx.host)
     if problems:
         raise SpecError("proposal", problems)
