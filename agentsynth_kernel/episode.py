@@ -15,7 +15,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 import attrs
 
@@ -76,6 +76,13 @@ def _how_to_call(function: Any) -> str:
     if inspect.iscoroutinefunction(function):
         return "await"
     return "inline" if getattr(function, "__agentsynth_inline__", False) else "thread"
+
+
+def how_called(method: Any) -> Literal["await", "inline", "thread"]:
+    """How the engine calls a component method: ``await`` (async), ``inline`` (marked
+    :func:`~agentsynth_kernel.components.runs_inline`: quick, on the loop) or ``thread`` (on the
+    episode's worker thread). A plugin that runs components itself decides the same way."""
+    return _how(method)  # type: ignore[return-value]
 
 
 def _how(method: Any) -> str:

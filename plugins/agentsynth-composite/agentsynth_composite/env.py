@@ -40,6 +40,7 @@ from agentsynth_kernel import (
     build,
     check_component,
     get_host,
+    how_called,
     runs_inline,
 )
 
@@ -118,14 +119,6 @@ class CompositeSpec:
 # --- one daemon thread per child: the kernel's SyncWorker, one per child world ------------------------
 
 
-def _how(method: Any) -> str:
-    """``await``, ``inline`` or ``thread``: how the kernel itself would call this method."""
-    target = getattr(method, "__func__", method)
-    if inspect.iscoroutinefunction(target):
-        return "await"
-    return "inline" if getattr(target, "__agentsynth_inline__", False) else "thread"
-
-
 @attrs.define
 class World:
     """One child of a composite: its environment, its thread, what it showed and offers."""
@@ -174,7 +167,7 @@ class CompositeEnvironment:
         """Call ``fn(*args)`` the way world ``name``'s own methods are called: awaited, inline,
         or on that world's thread; an awaitable result is awaited."""
         world = self.worlds[name]
-        how = _how(fn)
+        how = how_called(fn)
         if how == "await":
             result = await fn(*args)
         elif how == "inline":
@@ -311,7 +304,7 @@ class CompositeEnvironment:
             try:
                 if close is None:
                     return
-                if lane is not None and lane.busy and _how(close) == "thread":
+                if lane is not None and lane.busy and how_called(close) == "thread":
                     fresh = SyncWorker()
                     await asyncio.wait_for(fresh.call(close), self.spec.close_seconds)
                 else:

@@ -26,6 +26,7 @@ from agentsynth_kernel import (
     SpecError,
     build,
     get_host,
+    how_called,
     load_pack,
     run_episode,
     to_builtins,
@@ -92,7 +93,7 @@ class Recorder:
             await asyncio.sleep(self.session.delay)  # let a person watch: an oracle acts in microseconds
         self.turns += 1
         act = self.inner.act
-        if inspect.iscoroutinefunction(act) or getattr(act, "__agentsynth_inline__", False):
+        if how_called(act) != "thread":  # as the engine calls it
             result = act(state)
         else:
             result = await asyncio.to_thread(act, state)
