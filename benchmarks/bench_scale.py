@@ -59,6 +59,7 @@ def run_size(episodes: int, agentsynth: str) -> dict[str, object]:
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         samples = []
         last: dict[str, float] = {}
+        time.sleep(0.5)  # past exec: /proc shows the interpreter, not the forked parent
         while proc.poll() is None:
             try:
                 last = _proc(proc.pid)
@@ -80,7 +81,7 @@ def run_size(episodes: int, agentsynth: str) -> dict[str, object]:
         "cpu_per_episode_ms": round(1000 * children["cpu_s"] / n, 4),
         # VmHWM is the process's own high-water mark: its last sample is the peak up to a few seconds
         # before exit (the children's ru_maxrss is a maximum over every child, not this one)
-        "peak_rss_mb": round(max((s["hwm_mb"] for s in samples), default=0.0), 1),
+        "peak_rss_mb": round(max(s["hwm_mb"] for s in samples), 1) if samples else None,  # None: ended unsampled
         "passed": (report.get("counts") or {}).get("passed"),
         "samples": samples[-200:],
     }
