@@ -442,6 +442,9 @@ class AsyncPackEnv:
                 # the agent cut the talk before the user could keep its rules: the agent's failure
                 status, kind = "failed", "agent"
                 error = f"the agent ended the conversation before the user did ({exc})"
+        cut = episode.trajectory.metadata.get("user_cut")
+        if status == "failed" and cut:  # the kernel's verdict on the same case: the rule fails the agent
+            error = f"the agent ended the conversation before the user did ({cut})"
         self.result = self._result(status, error, kind)
         await self._release()
         if status == "error":
