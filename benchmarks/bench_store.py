@@ -142,6 +142,7 @@ def main() -> dict:
                    "inside_store": [round(x, 4) for x in in_store], "puts": [round(x, 4) for x in puts]},
         "python": platform.python_version(),
         "cpus": os.cpu_count(),
+        "loadavg": [round(x, 2) for x in os.getloadavg()],  # the machine load, next to the numbers
     }
     target = Path(os.environ.get("AGENTSYNTH_BENCH_OUT", Path(__file__).parent / "results")) / "store.json"
     target.parent.mkdir(parents=True, exist_ok=True)
