@@ -6,6 +6,7 @@ and no API key. For pytest, add ``pytest_plugins = ["agentsynth_kernel.testing.p
 to a ``conftest.py`` to get the ``llm_server`` fixture.
 """
 
+from .imports import plugin_load_imports
 from .server import (
     LoggedRequest,
     Reply,
@@ -22,5 +23,5 @@ from .server import (
 
 __all__ = [
     "LoggedRequest", "Reply", "ScriptedLLMServer", "conversation_handler", "disconnect", "echo_handler", "garbage",
-    "hang", "reply", "status", "tool_calls",
+    "hang", "plugin_load_imports", "reply", "status", "tool_calls",
 ]
