@@ -309,12 +309,7 @@ class LLMClient:
                 mark()
             response.usage = Usage(response.usage.prompt_tokens, response.usage.completion_tokens, cost,
                                    response.attempts)
-            self.stats.prompt_tokens += response.usage.prompt_tokens
-            self.stats.completion_tokens += response.usage.completion_tokens
-            if cost is None:
-                self.stats.cost_unknown += 1
-            else:
-                self.stats.cost_usd += cost
+            self._count(response.usage, cost)
         except asyncio.CancelledError:
             if sent:  # it may have been processed: count the worst case, never less
                 self.ledger.settle(reservation, reservation.tokens, None)
@@ -474,13 +469,17 @@ class LLMClient:
             self._settle_earlier(batcher, found, found.tokens, found.pico)
         response.usage = Usage(response.usage.prompt_tokens, response.usage.completion_tokens, cost, 1)
         response.latency_s = time.perf_counter() - started
-        self.stats.prompt_tokens += response.usage.prompt_tokens
-        self.stats.completion_tokens += response.usage.completion_tokens
+        self._count(response.usage, cost)
+        return response
+
+    def _count(self, usage: Usage, cost: float | None) -> None:
+        """Add a settled response's tokens and cost (or its unknown price) to the client's stats."""
+        self.stats.prompt_tokens += usage.prompt_tokens
+        self.stats.completion_tokens += usage.completion_tokens
         if cost is None:
             self.stats.cost_unknown += 1
         else:
             self.stats.cost_usd += cost
-        return response
 
     def _settle_earlier(self, batcher: Batcher, found: Resumed, tokens: int, pico: int) -> None:
         if found.settled:  # an earlier session settled it already: it is in the run's spend as it is
