@@ -66,13 +66,14 @@ def user_instruction(spec: UserSpec, opening: str) -> str:
 class SimulatedUser:
     """The user's side of one conversation: its policy, its own trajectory and its turn count.
 
-    ``play_policy`` runs one component call the way the episode runs them (on the episode's
-    thread, tagged as the ``user`` stage), so a hanging or failing simulator times out or fails
-    like any other component.
+    The loop that owns the world (the episode, an RL env) hands :meth:`reply` the ways to call the
+    policy and to step the world, so a hanging or failing simulator times out or fails there like
+    any other component.
     """
 
     def __init__(self, spec: UserSpec, task: Task, policy: Any, tools: list[ToolSpec], seed: int) -> None:
         self.spec, self.policy, self.tools = spec, policy, tools
+        self._names = {t.name for t in tools}
         self.trajectory = Trajectory(task.id, user_instruction(spec, task.instruction), tools=list(tools))
         self.trajectory.system_prompt = USER_SYSTEM_PROMPT.format(stop=spec.stop)
         self.usage = Usage()  # what the user spent in this episode
@@ -118,11 +119,10 @@ class SimulatedUser:
                 if calls > MAX_USER_CALLS_PER_REPLY:
                     raise UserFailed(f"the simulated user made more than {MAX_USER_CALLS_PER_REPLY} tool calls "
                                      "without saying anything")
-                names = {t.name for t in self.tools}
-                unknown = action.name not in names
+                unknown = action.name not in self._names
                 if unknown:
                     obs = Observation(f"error: unknown tool {action.name!r}; the user's tools: "
-                                      f"{', '.join(sorted(names)) or 'none'}", error=True)
+                                      f"{', '.join(sorted(self._names)) or 'none'}", error=True)
                 else:
                     obs = await step_world(action)
                 self.trajectory.steps.append(Step(action, obs, self.turns, invalid=unknown))
