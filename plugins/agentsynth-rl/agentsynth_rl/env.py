@@ -438,12 +438,8 @@ class AsyncPackEnv:
         except StageError as exc:
             status, kind = "error", attribute(exc.kind, exc.original)
             error = f"{kind} error: {exc}"
-            if kind == "user" and self.user is not None and not self.user.done:
-                # the agent cut the talk before the user could keep its rules: the agent's failure
-                status, kind = "failed", "agent"
-                error = f"the agent ended the conversation before the user did ({exc})"
         cut = episode.trajectory.metadata.get("user_cut")
-        if status == "failed" and cut:  # the kernel's verdict on the same case: the rule fails the agent
+        if status == "failed" and cut:  # the kernel fails the agent for a rule broken in a talk it cut
             error = f"the agent ended the conversation before the user did ({cut})"
         self.result = self._result(status, error, kind)
         await self._release()
