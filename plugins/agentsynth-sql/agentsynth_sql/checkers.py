@@ -9,7 +9,7 @@
 - ``sql_answer``: the final answer names the value a query returns and none of the other
   candidates a ``distractors`` query lists (a dump of the whole table does not pass).
 
-They read the world through the environment's ``end_state()`` (never the agent's connection)
+They read the world through the environment's ``end_state()`` (the world's real end state, read-only)
 under a budget, and ``check`` is sync so the engine runs it on the episode's worker thread: the
 episode timeout bounds the checks too.
 """

@@ -24,10 +24,9 @@ from .world import (
     CheckBudgetExceeded,
     Sandbox,
     Snapshot,
-    borrow_copy,
     catalog,
     diff_states,
-    give_back,
+    end_copy,
     keyed,
     list_tables,
     open_copy,
@@ -144,8 +143,9 @@ class SqlEnvironment:
         self._settled = False
         self.budget = CheckBudget(self.spec.check_seconds, self.spec.statement_memory)
         self._end: sqlite3.Connection | None = None  # what checkers read (see end_state)
-        self._end_owned = False
-        self._end_size = 0
+        self._end_owned = False  # _end is a copy of ours (else the start snapshot or the live connection)
+        self._end_live = False  # _end is the agent's own connection, made read-only for the checks
+        self._agent_length = 0  # the agent's value-length limit, lifted while the checks read its connection
         self._end_catalog: frozenset[Any] = frozenset()
         self._check_lock = threading.Lock()
         self._capped = False
@@ -176,6 +176,7 @@ class SqlEnvironment:
         self.shutdown()
         s = self.spec
         self.snapshot = snapshot_for(s.schema, s.seed, base_dir=self.base_dir, foreign_keys=s.foreign_keys)
+        # not bound to one thread: a sync checker of another plugin may read it from the episode's worker
         # not bound to one thread: a sync checker of another plugin may read it from the episode's worker
         self.conn = open_copy(self.snapshot, foreign_keys=s.foreign_keys, check_same_thread=False,
                               max_value=s.max_value_bytes)
@@ -220,20 +221,23 @@ class SqlEnvironment:
         return self._run(sql, params, readonly=call.name == "sql_query")
 
     def shutdown(self) -> None:
-        self._drop_end_state()
+        self._drop_end_state(closing=True)
         if self.conn is not None:
             self.conn.close()
             self.conn = None
 
-    def _drop_end_state(self) -> None:
+    def _drop_end_state(self, closing: bool = False) -> None:
         """Close the checkers' connection; a check still running on another thread (after an
         episode timeout) is interrupted and closes it itself."""
         self.budget.cancelled = True
         if self._check_lock.acquire(timeout=30):
             try:
-                if self._end is not None and self._end_owned and self.snapshot is not None:
-                    give_back(self.snapshot, self._end, self._end_size)
-                self._end = None
+                if self._end is not None and self._end_owned:
+                    self._end.close()
+                if self._end_live and self.conn is not None and not closing:  # the agent goes on: its rules
+                    self.conn.execute("PRAGMA query_only = OFF")
+                    self.conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, self._agent_length)
+                self._end, self._end_owned, self._end_live = None, False, False
             finally:
                 self._check_lock.release()
 
@@ -293,8 +297,7 @@ class SqlEnvironment:
         """The database (and the temp tables) may not grow past max_db_bytes. Set on first use, not at
         reset: it makes SQLite parse the schema, which an episode without a statement never needs."""
         assert self.conn is not None and self.snapshot is not None
-        page_size = int.from_bytes(self.snapshot.data[16:18], "big")  # the database header's; 1 means 64 KB
-        pages = max(1, self.spec.max_db_bytes // (65536 if page_size == 1 else page_size or 4096))
+        pages = max(1, self.spec.max_db_bytes // self.snapshot.page_size)
         self.conn.execute(f"PRAGMA main.max_page_count = {pages}")  # the agent cannot run PRAGMAs
         self._capped = True
         self.sandbox.temp_guard = True  # the temp schema is capped when a statement first uses it
@@ -303,8 +306,7 @@ class SqlEnvironment:
         """The same cap on the temp database, set when a statement first creates something there
         (opening the temp database costs more than most episodes' statements)."""
         assert self.conn is not None and self.snapshot is not None
-        page_size = int.from_bytes(self.snapshot.data[16:18], "big")
-        pages = max(1, self.spec.max_db_bytes // (65536 if page_size == 1 else page_size or 4096))
+        pages = max(1, self.spec.max_db_bytes // self.snapshot.page_size)
         self.conn.execute(f"PRAGMA temp.max_page_count = {pages}")
         self.sandbox.temp_guard = self.sandbox.temp_needed = False
 
@@ -366,9 +368,9 @@ class SqlEnvironment:
         return "\n".join(lines)
 
     # --- what checkers use ---------------------------------------------------------------------
-    # Checkers and the diff never read the agent's connection: they read end_state(), a fresh
-    # connection on the main database's bytes, without the agent's temp schema and session, and
-    # without any view, trigger or index the agent created. They run under self.budget.
+    # Checkers and the diff read end_state() (the start snapshot, the agent's connection when it ran
+    # no DDL, or a copy of the main database's bytes without the agent's temp schema, session and
+    # objects), always read-only and under self.budget.
 
     def _marks(self) -> tuple[int, int]:
         """(row changes, schema cookie). The cookie moves only on DDL or ANALYZE, which the sandbox
@@ -388,10 +390,16 @@ class SqlEnvironment:
             self.notes.append("an open transaction was rolled back at the end of the episode (never committed)")
 
     def end_state(self) -> sqlite3.Connection:
-        """The world's real end state, read-only: the start snapshot itself when the agent changed
-        nothing, else a copy of the main database's bytes in a connection of our own (no temp
-        objects, no session state) with every view, trigger and index the agent created or
-        replaced dropped, so no object of the agent's can stand in for a world table."""
+        """The world's real end state, read-only, as one of three connections:
+
+        - the start snapshot itself when the agent changed nothing;
+        - the agent's own connection, switched to ``query_only``, when it changed rows but ran no
+          DDL and no ANALYZE in any schema (the sandbox sees each at prepare time) and holds no open
+          transaction: then its main database is the world and nothing of the agent's (temp table,
+          view, trigger) exists to stand in for a world table: no copy needed;
+        - else a copy of the main database's bytes in a connection of our own (no temp objects, no
+          session state) with every view, trigger and index the agent created or replaced dropped.
+        """
         if self._end is None:
             if self.conn is None or self.snapshot is None:
                 raise RuntimeError("the world is closed")
@@ -400,11 +408,15 @@ class SqlEnvironment:
             marks = self._marks()
             if marks == self._start_marks:
                 self._end, self._end_owned, self._end_catalog = pristine(snap), False, snap.catalog
+            elif not (self.sandbox.schema_touched or self.sandbox.analyzed or self.conn.in_transaction):
+                self.conn.execute("PRAGMA query_only = ON")
+                # a checker reads values as a fresh connection would (the agent's cap is per value it makes)
+                self._agent_length = self.conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, 2**31 - 1)
+                self._end, self._end_owned, self._end_live = self.conn, False, True
+                self._end_catalog = snap.catalog
             else:
-                data = self.conn.serialize(name="main")
-                end = borrow_copy(snap, data)
-                self._end, self._end_owned, self._end_size = end, True, len(data)
-                del data
+                end = end_copy(self.conn.serialize(name="main"))
+                self._end, self._end_owned = end, True
                 if marks[1] == self._start_marks[1]:  # the schema cookie moves on every DDL: same objects
                     self._end_catalog = snap.catalog
                 else:
@@ -465,7 +477,7 @@ class SqlEnvironment:
             with self._check_lock:
                 conn = self.end_state()
                 assert self.snapshot is not None
-                if not self._end_owned:  # the agent changed nothing: the start snapshot is read
+                if not (self._end_owned or self._end_live):  # the agent changed nothing: the start snapshot is read
                     self._changes = []
                     return self._changes
                 self.budget.arm(conn, self.spec.check_budget)

@@ -45,6 +45,12 @@ class Snapshot:
     start_keys: dict[tuple[str, str], set[Any]] = attrs.field(factory=dict, eq=False)  # (table, where) -> keys
     _scan_sets: dict[str, frozenset[tuple[Any, ...]]] = attrs.field(factory=dict, eq=False, init=False)
 
+    @property
+    def page_size(self) -> int:
+        """The database's page size, from its header (the agent cannot change it: no PRAGMA, no VACUUM)."""
+        size = int.from_bytes(self.data[16:18], "big")
+        return 65536 if size == 1 else size or 4096
+
     def scan_set(self, table: str) -> frozenset[tuple[Any, ...]]:
         """The rows of the start scan of ``table`` as a set (built on first use, kept)."""
         rows = self._scan_sets.get(table)
@@ -236,33 +242,20 @@ def pristine(snap: Snapshot) -> sqlite3.Connection:
     return conn
 
 
-POOLED_COPY_MAX = 4 * 2**20  # a bigger end state is not kept for the next episode
+# No connection is used for a second world. deserialize() into a used connection keeps its session
+# state (last_insert_rowid(), changes(), total_changes()) and its prepared statements, which run on the
+# new bytes unchecked while the schema cookie matches; and SQLite 3.40 (Debian 12's) crashes when an
+# eponymous virtual table (json_each, pragma_table_info ...) is used across such deserializes
+# (tests/test_adversarial.py: test_no_connection_is_reused_for_another_world).
 
 
-def borrow_copy(snap: Snapshot, data: bytes) -> sqlite3.Connection:
-    """A connection holding ``data`` (a main database's bytes), read-only, from this thread's pool:
-    deserializing into a kept connection costs a tenth of a new one. SQLite drops the schema it had
-    parsed on deserialize, so nothing of the previous episode survives in it."""
-    copies = getattr(_pristine, "copies", None)
-    if copies is None:
-        copies = _pristine.copies = {}
-    conn = copies.pop(snap.key, None)
-    if conn is None:
-        conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
-        conn.execute("PRAGMA query_only = ON")
+def end_copy(data: bytes) -> sqlite3.Connection:
+    """A new read-only connection holding ``data`` (a main database's bytes): what checkers read
+    after the agent changed the schema."""
+    conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
     conn.deserialize(data)
+    conn.execute("PRAGMA query_only = ON")
     return conn
-
-
-def give_back(snap: Snapshot, conn: sqlite3.Connection, size: int) -> None:
-    """Return a borrowed copy to this thread's pool (closed instead when big or not needed)."""
-    copies = getattr(_pristine, "copies", None)
-    if copies is None:
-        copies = _pristine.copies = {}
-    if size <= POOLED_COPY_MAX and snap.key not in copies:
-        copies[snap.key] = conn
-    else:
-        conn.close()
 
 
 class CheckBudgetExceeded(Exception):

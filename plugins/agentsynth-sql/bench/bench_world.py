@@ -2,7 +2,7 @@
 
 plugin = the environment and checkers driven directly with the oracle's actions (reset, tool calls,
 every checker incl. the collateral diff, close); no engine. raw = a deserialized copy of the same
-snapshot, the oracle's statements, the checkers' queries. Both in the same process, interleaved
+snapshot, the oracle's statements, the checkers' queries (``sql`` and ``sql_answer``'s). Both in the same process, interleaved
 rounds, best round each; the machine load is recorded. Target (issue #21 item 3): ratio <= 2.
 
     python plugins/agentsynth-sql/bench/bench_world.py [--trials 20] [--rounds 5] [--profile] [--out FILE]
@@ -36,7 +36,8 @@ def raw_plan(pack):
     plan = []
     for task in pack.tasks:
         statements = [split_statements(a["arguments"]["sql"]) for a in oracle[task.id] if "tool" in a]
-        checks = [c.params["query"] for c in pack.task_checkers(task) if c.type == "sql"]
+        checks = [c.params[key] for c in pack.task_checkers(task) if c.type in ("sql", "sql_answer")
+                  for key in ("query", "distractors") if c.params.get(key)]  # every checker query
         plan.append((statements, checks))
     return plan
 

@@ -158,6 +158,83 @@ def test_an_unchanged_world_is_read_from_the_start_snapshot_without_a_copy(files
     assert other.end_state() is not pristine(other.snapshot)
 
 
+def test_rows_changed_without_ddl_are_read_on_the_agents_connection_made_read_only(files):
+    env = make_env(files, allowed_changes={"accounts": ["balance"]}, max_value_bytes=1000)
+    x(env, "UPDATE accounts SET balance = 5 WHERE id = 3")
+    end = env.end_state()
+    assert end is env.conn and end is not pristine(env.snapshot)  # no copy: the agent ran no DDL
+    assert end.execute("PRAGMA query_only").fetchone() == (1,)
+    # a checker reads values as a new connection would: the agent's 1,000-byte cap is lifted
+    assert len(env.query("SELECT group_concat(printf('%.600c', 'x'), '') FROM accounts")[0][0]) == 1800
+    assert NoCollateral().evaluate(env, T).passed
+
+
+def test_the_agent_goes_on_after_a_check_on_its_connection_under_its_own_rules(files):
+    env = make_env(files, allowed_changes={"accounts": ["balance"]}, max_value_bytes=1000)
+    x(env, "UPDATE accounts SET balance = 5 WHERE id = 3")
+    assert SqlChecker("SELECT balance FROM accounts WHERE id = 3", 5).evaluate(env, T).passed
+    assert not x(env, "UPDATE accounts SET balance = 6 WHERE id = 3").error  # writable again
+    assert "too big" in q(env, "SELECT randomblob(2000)").content  # its 1,000-byte cap again
+    assert SqlChecker("SELECT balance FROM accounts WHERE id = 3", 6).evaluate(env, T).passed  # the next check sees it
+    x(env, "CREATE TEMP TABLE accounts AS SELECT 1 AS id, 'x' AS owner, 999 AS balance")
+    assert env.end_state() is not env.conn  # now a temp table exists: the checks read a copy
+    assert SqlChecker("SELECT balance FROM accounts WHERE id = 3", 6).evaluate(env, T).passed
+
+
+NO_REUSE = """
+from agentsynth_kernel import ToolCall, Trajectory
+from agentsynth_sql.checkers import SqlChecker
+from agentsynth_sql.env import SqlEnvironment
+
+queries = ["SELECT count(*) FROM notes", "SELECT count(*) FROM pragma_table_info('notes')",
+           "SELECT count(*) FROM json_each('[1, 2]')", "SELECT count(*) FROM pragma_table_info('a')"]
+for i in range(12):
+    env = SqlEnvironment(schema="CREATE TABLE a(id INTEGER PRIMARY KEY, v);", seed="INSERT INTO a VALUES (1, 2);",
+                         allowed_changes={"notes": "*", "a": "*"})
+    env.start(0)
+    agent = [queries[(i + 1) % 4].replace("notes", "a"), "UPDATE a SET v = v + 1",
+             "CREATE TABLE notes(id INTEGER PRIMARY KEY, body TEXT)" if i % 3 else "SELECT 1"]
+    for sql in agent:
+        assert not env.run(ToolCall("sql_execute", {"sql": sql})).error, sql
+    check = SqlChecker(queries[i % 4] if i % 3 else queries[2], 0, op="ge")
+    assert check.evaluate(env, Trajectory("t", "x")).passed, i
+    env.shutdown()
+print("ok")
+"""
+
+
+def test_no_connection_is_reused_for_another_world():
+    """deserialize() into a used connection keeps its prepared statements (run unchecked on the new
+    bytes while the schema cookie matches) and session state, and SQLite 3.40 crashes when an
+    eponymous virtual table (json_each, pragma_table_info) is used across such deserializes. The world
+    never does it: episodes mixing DDL, the agent's and the checkers' virtual-table queries run in
+    one process (a crash would kill it, so it runs apart)."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-X", "faulthandler", "-c", NO_REUSE], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
+
+
+def test_sqlite_runs_a_kept_statement_on_deserialized_bytes_unchecked():
+    """Why no connection is reused (above): the hazard itself, pinned on the SQLite in use."""
+    import sqlite3
+
+    def image(sql: str) -> bytes:
+        conn = sqlite3.connect(":memory:")
+        conn.executescript(sql)
+        return conn.serialize()
+
+    kept = sqlite3.connect(":memory:", isolation_level=None)
+    kept.deserialize(image("CREATE TABLE x(a); INSERT INTO x VALUES ('from x');"))
+    assert kept.execute("SELECT * FROM x").fetchall() == [("from x",)]
+    kept.deserialize(image("CREATE TABLE y(b); INSERT INTO y VALUES ('from y');"))  # same schema cookie
+    assert kept.execute("SELECT * FROM x").fetchall() == [("from y",)]  # the cached statement: no table x here
+    with pytest.raises(sqlite3.OperationalError, match="no such table: x"):
+        kept.execute("SELECT * FROM x WHERE 1")  # prepared anew: the schema is y's
+
+
 def test_checkers_cannot_write_the_end_state(files):
     env = make_env(files, allowed_changes={"*": "*"})
     x(env, "UPDATE accounts SET balance = 1 WHERE id = 3")
