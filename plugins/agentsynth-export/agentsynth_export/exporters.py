@@ -17,7 +17,8 @@ Every exporter takes the same selection parameters (in a run spec's ``export:`` 
 
 Whatever the parameters, every string written goes through the kernel's secret redaction first
 (:mod:`agentsynth_export.scrub`). An export with nothing to write is an error that says why, and
-leaves no file (a temporary file beside the target is moved into place only when it holds records).
+leaves no file (a temporary file beside the target is moved into place only when it holds records; a FIFO
+or device such as ``/dev/stdout`` is written in place).
 
 ``path`` may be given in the spec entry (the engine passes it to :meth:`export`).
 """
@@ -214,9 +215,19 @@ class BaseExporter:
         return written
 
     def write_target(self, records: Iterator[EpisodeResult], target: Path) -> int:
-        """Write to a temporary file beside ``target``, moved into place only when it holds a record."""
+        """Write to a temporary file beside ``target``, moved into place only when it holds a record.
+
+        A FIFO or device target (``/dev/stdout``, ``/dev/null``) is written in place: renaming onto it
+        would replace it by a regular file.
+        """
         if target.is_dir():
             raise AgentsynthError(f"{target}: is a directory, expected a file path")
+        if target.exists() and not target.is_file():
+            # a FIFO or device (/dev/null, /dev/stdout): the rename would replace it by a regular file
+            n = self.write(records, target)
+            if n == 0:
+                raise AgentsynthError(self.why_empty(target))
+            return n
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
         try:

@@ -434,3 +434,27 @@ def test_an_empty_export_is_an_error_that_says_why(exporter_cls, tmp_path):
         with pytest.raises(AgentsynthError):
             exporter.export(failed, out)
         assert out.read_text() == "earlier\n"
+
+
+# --- a target that is not a regular file (a FIFO, /dev/null, /dev/stdout) is written in place ----------------
+
+
+@pytest.mark.parametrize("exporter_cls", (JsonlExporter, OpenAIExporter), ids=lambda c: c.format_name)
+def test_a_fifo_target_is_written_to_not_replaced(exporter_cls, results, tmp_path):
+    """The temporary-file-then-rename guard replaced a device or FIFO by a regular file (as root, /dev/null)."""
+    import os
+    import stat
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # a reader is there, so the exporter's open does not block
+    try:
+        written = exporter_cls(filter="all", include_test=True).export(results, fifo)
+        data = b""
+        while chunk := os.read(reader, 1 << 16):
+            data += chunk
+    finally:
+        os.close(reader)
+    assert stat.S_ISFIFO(fifo.stat().st_mode), "the FIFO was replaced by a regular file"
+    assert written > 0 and data.count(b"\n") == written
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pipe"]  # no temporary left beside it
