@@ -42,7 +42,7 @@ from .world import (
 
 def _check_allowed(instance: Any, attribute: Any, value: dict[str, Any]) -> None:
     try:
-        AllowedChanges(value)
+        _allowed_for(value)  # parsed once per mapping: every episode of a task builds its spec again
     except ValueError as exc:
         raise InvalidValue(str(exc)) from None
 
@@ -173,7 +173,8 @@ class SqlEnvironment:
 
     def start(self, seed: int) -> Observation:
         """Reset: a fresh private copy of the seeded world."""
-        self.shutdown()
+        if self.conn is not None or self._end is not None:
+            self.shutdown()
         s = self.spec
         self.snapshot = snapshot_for(s.schema, s.seed, base_dir=self.base_dir, foreign_keys=s.foreign_keys)
         # not bound to one thread: a sync checker of another plugin may read it from the episode's worker
@@ -255,38 +256,42 @@ class SqlEnvironment:
         outputs: list[str] = []
         data: list[dict[str, Any]] = []
         room = self.spec.max_observation_bytes  # what this observation may still hold (text and data)
-        for index, stmt in enumerate(statements):
-            self.sandbox.arm(self.conn, readonly)
-            try:
+        sandbox, conn = self.sandbox, self.conn
+        sandbox.arm(conn, readonly)  # once per call: the handlers stay; each statement gets its own budget
+        try:
+            for index, stmt in enumerate(statements):
+                if index:
+                    sandbox.next_statement()
                 try:
-                    cur = self.conn.execute(stmt, params or ())
-                except sqlite3.DatabaseError:
-                    if not self.sandbox.temp_needed:
-                        raise
-                    # denied at prepare time (nothing ran) because it is the first use of the temp
-                    # schema: cap that, then prepare it again
-                    self.sandbox.disarm(self.conn)
-                    self._cap_temp()
-                    self.sandbox.arm(self.conn, readonly)
-                    cur = self.conn.execute(stmt, params or ())
-                rows, cut, size = self._fetch(cur, room) if cur.description else (None, False, 0)
-            except (sqlite3.Error, OverflowError, ValueError, MemoryError) as exc:
-                prefix = f"statement {index + 1} of {len(statements)}: " if len(statements) > 1 else ""
-                done = f" (statements 1-{index} were applied)" if index else ""
-                return Observation(f"error: {prefix}{self._explain(exc)}{done}", error=True,
-                                   data={"results": data, "failed_statement": index})
-            finally:
-                self.sandbox.disarm(self.conn)
-            if rows is None:
-                count = cur.rowcount
-                outputs.append(f"ok: {count} row(s) affected" if count >= 0 else "ok")
-                data.append({"rowcount": count})
-            else:
-                room -= size
-                columns = [d[0] for d in cur.description]
-                outputs.append(self._render(columns, rows, cut))
-                data.append({"columns": columns, "rows": [list(r) for r in rows], "truncated": cut})
-            room -= len(outputs[-1])
+                    try:
+                        cur = conn.execute(stmt, params or ())
+                    except sqlite3.DatabaseError:
+                        if not sandbox.temp_needed:
+                            raise
+                        # denied at prepare time (nothing ran) because it is the first use of the temp
+                        # schema: cap that, then prepare it again
+                        sandbox.disarm(conn)
+                        self._cap_temp()
+                        sandbox.arm(conn, readonly)
+                        cur = conn.execute(stmt, params or ())
+                    rows, cut, size = self._fetch(cur, room) if cur.description else (None, False, 0)
+                except (sqlite3.Error, OverflowError, ValueError, MemoryError) as exc:
+                    prefix = f"statement {index + 1} of {len(statements)}: " if len(statements) > 1 else ""
+                    done = f" (statements 1-{index} were applied)" if index else ""
+                    return Observation(f"error: {prefix}{self._explain(exc)}{done}", error=True,
+                                       data={"results": data, "failed_statement": index})
+                if rows is None:
+                    count = cur.rowcount
+                    outputs.append(f"ok: {count} row(s) affected" if count >= 0 else "ok")
+                    data.append({"rowcount": count})
+                else:
+                    room -= size
+                    columns = [d[0] for d in cur.description]
+                    outputs.append(self._render(columns, rows, cut))
+                    data.append({"columns": columns, "rows": [list(r) for r in rows], "truncated": cut})
+                room -= len(outputs[-1])
+        finally:
+            sandbox.disarm(conn)
         text = "\n\n".join(outputs)
         limit = self.spec.max_observation_bytes
         if len(text) > limit:

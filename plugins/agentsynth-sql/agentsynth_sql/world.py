@@ -656,12 +656,18 @@ class Sandbox:
         self.temp_needed = False
 
     def arm(self, conn: sqlite3.Connection, readonly: bool) -> None:
-        self.readonly, self.denied, self.ticks, self.interrupted = readonly, "", 0, False
-        self.temp_needed = False
-        self.over_memory = False
-        self.mem_start = memory_used() if memory_used is not None else 0
+        """Install the handlers (setting the authorizer expires every prepared statement, so one kept
+        from a call in the other mode is authorized again) and start a statement's budget."""
+        self.readonly = readonly
+        self.next_statement()
         conn.set_authorizer(self.authorize)
         conn.set_progress_handler(self.progress, self.TICK)
+
+    def next_statement(self) -> None:
+        """A fresh budget for the next statement of the same call (the handlers stay installed)."""
+        self.denied, self.ticks, self.interrupted = "", 0, False
+        self.temp_needed = self.over_memory = False
+        self.mem_start = memory_used() if memory_used is not None else 0
 
     def disarm(self, conn: sqlite3.Connection) -> None:
         conn.set_authorizer(None)
