@@ -184,6 +184,7 @@ def llm_overhead(n: int = 200, concurrency: int = 16) -> dict[str, Any]:
 
 
 def main() -> None:
+    load_before = os.getloadavg()  # the machine is shared: its load goes next to the numbers
     host = get_host()
     host.add_plugin(BenchPlugin(), "bench-judge")
     try:
@@ -191,6 +192,8 @@ def main() -> None:
                    "llm_judge_overhead": llm_overhead()}
     finally:
         host.remove_plugin("bench-judge")
+    results["machine"] = {"cpus": os.cpu_count(), "load_before": [round(x, 2) for x in load_before],
+                          "load_after": [round(x, 2) for x in os.getloadavg()]}
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "judge.json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     print(json.dumps(results, indent=2))

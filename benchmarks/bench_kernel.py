@@ -148,6 +148,7 @@ def engine_overhead(n: int = 2000) -> dict[str, object]:
 
 def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
+    load_before = os.getloadavg()  # the machine is shared: its load goes next to the numbers
     result = {
         "benchmark": "kernel",
         "python": sys.version.split()[0],
@@ -156,6 +157,8 @@ def main() -> None:
         "engine_overhead": engine_overhead(),
         "note": "sync worlds run on one thread per episode (thread hop per call); async worlds run on the loop",
     }
+    result["machine"] = {"cpus": os.cpu_count(), "load_before": [round(x, 2) for x in load_before],
+                         "load_after": [round(x, 2) for x in os.getloadavg()]}
     (OUT / "kernel.json").write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result, indent=2))
 

@@ -7,8 +7,13 @@ a fresh process with a run directory, and samples the process every few seconds:
 the run store, read while it runs). The baseline is the smallest size, measured in the same run:
 ``cpu_per_episode_ratio`` is a size's CPU per episode over the smallest size's.
 
-    python benchmarks/bench_scale.py                  # 1k, 10k, 100k
+    python benchmarks/bench_scale.py                  # 1k, 10k, 100k -> results/scale.json
     AGENTSYNTH_BENCH_SCALE=1000,1000000 AGENTSYNTH_BENCH_LIVE=/tmp/scale.jsonl python benchmarks/bench_scale.py
+                                                      # -> results/scale_1000_1000000.json
+
+Each set of sizes has a results file of its own (the default set ``scale.json``, any other
+``scale_<sizes>.json``), so the default run of ``nox -s bench`` never overwrites a 1M-episode
+measurement (about 40 minutes) with its own smaller sizes; the baseline stays in the same run.
 """
 
 from __future__ import annotations
@@ -100,8 +105,27 @@ def _children_rusage() -> dict[str, float]:
     return {"cpu_s": cpu}
 
 
+DEFAULT_SIZES = [1000, 10_000, 100_000]
+
+
+def results_name(sizes: list[int]) -> str:
+    """``scale.json`` for the default sizes, ``scale_<sizes>.json`` for any other set."""
+    return "scale.json" if sizes == DEFAULT_SIZES else "scale_" + "_".join(map(str, sizes)) + ".json"
+
+
+def parse_sizes(raw: str) -> list[int]:
+    try:
+        sizes = [int(s) for s in raw.split(",")]
+    except ValueError:
+        raise SystemExit(f"AGENTSYNTH_BENCH_SCALE: expected episode counts separated by commas, got {raw!r}") from None
+    if not sizes or min(sizes) < 1:
+        raise SystemExit(f"AGENTSYNTH_BENCH_SCALE: every size must be at least 1, got {raw!r}")
+    return sizes
+
+
 def main() -> None:
-    sizes = [int(s) for s in os.environ.get("AGENTSYNTH_BENCH_SCALE", "1000,10000,100000").split(",")]
+    raw = os.environ.get("AGENTSYNTH_BENCH_SCALE")
+    sizes = parse_sizes(raw) if raw else DEFAULT_SIZES
     agentsynth = str(Path(sys.executable).with_name("agentsynth"))
     load_before = os.getloadavg()
     results = []
@@ -118,7 +142,8 @@ def main() -> None:
         "targets": {"peak_rss_mb_at_1M": 150, "cpu_per_episode_ratio": "flat (about 1.0)"},
         "results": results,
     }
-    target = Path(os.environ.get("AGENTSYNTH_BENCH_OUT", Path(__file__).parent / "results")) / "scale.json"
+    target = Path(os.environ.get("AGENTSYNTH_BENCH_OUT", Path(__file__).parent / "results")) / results_name(sizes)
+    target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(json.dumps(out, indent=2) + "\n")
     print(f"wrote {target}")
 

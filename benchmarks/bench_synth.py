@@ -77,6 +77,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--items", type=int, default=20)
     args = ap.parse_args()
+    load_before = os.getloadavg()  # the machine is shared: its load goes next to the numbers
     pack = load_pack("core")
     out: dict = {"python": sys.version.split()[0], "platform": platform.platform(), "pack": pack.id,
                  "tasks": len(pack.tasks)}
@@ -121,6 +122,8 @@ def main() -> None:
                 "warm_items_per_second": round(args.items / warm_s, 2),
                 "same_tasks_with_warm_cache": [r.task_id for r in cold.accepted] == [r.task_id for r in warm.accepted],
             }
+    out["machine"] = {"cpus": os.cpu_count(), "load_before": [round(x, 2) for x in load_before],
+                      "load_after": [round(x, 2) for x in os.getloadavg()]}
     target = Path(os.environ.get("AGENTSYNTH_BENCH_OUT", Path(__file__).parent / "results")) / "synth.json"
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(json.dumps(out, indent=2) + "\n")
