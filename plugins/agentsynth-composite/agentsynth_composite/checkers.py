@@ -33,25 +33,17 @@ from agentsynth_kernel import (
     build,
     check_component,
     get_host,
+    is_world_state,
 )
 
 from .env import SEPARATOR, world_name_problem
 
-TRAJECTORY_CHECKERS_PLUGIN = "builtins"  # the kernel's own checkers read the trajectory only
-
 
 def reads_world_state(cspec: ComponentSpec, host: Any = None) -> bool:
-    """Does this checker read the world's end state? The same rule as ``pack validate``: the class
-    says so with ``world_state``; otherwise the kernel's own checkers do not and plugin ones do."""
-    host = host or get_host()
-    try:
-        reg = host.get("checker", cspec.type)
-    except KeyError:
-        return False
-    declared = getattr(reg.factory, "world_state", None)
-    if declared is not None:
-        return bool(declared)
-    return reg.plugin != TRAJECTORY_CHECKERS_PLUGIN
+    """Does this checker read the world's end state? The kernel's rule, the one ``pack validate``
+    applies (``world_state_for(params)`` included, so a composite inside a composite is judged by
+    what it wraps); an unknown type reads nothing."""
+    return is_world_state(cspec, host or get_host())
 
 
 def _world_validator(instance: Any, attribute: Any, value: str) -> None:

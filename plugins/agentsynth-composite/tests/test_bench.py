@@ -12,7 +12,7 @@ import pytest
 
 from conftest import has_sandbox
 
-BENCH = Path(__file__).parents[1] / "bench" / "reset_cost.py"
+BENCH = Path(__file__).parents[1] / "bench" / "bench_reset_cost.py"
 
 
 @pytest.mark.skipif(not has_sandbox(), reason="bubblewrap (bwrap) is not installed")

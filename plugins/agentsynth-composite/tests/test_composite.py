@@ -316,6 +316,25 @@ def test_a_composite_world_can_hold_a_composite_world(tmp_path):
     assert play(pack, [{"tool": "d__inc", "arguments": {"by": 2}}]).status == "failed"
 
 
+def test_what_a_checker_reads_is_decided_by_its_spec_when_it_says_so(tmp_path):
+    """The kernel's rule (``world_state_for(params)`` before the class's ``world_state``), the one
+    `pack validate` applies: a checker reading the trajectory for this spec goes in
+    `composite_answer`, though its class says it reads the world."""
+    from agentsynth_composite.checkers import reads_world_state
+
+    assert reads_world_state(ComponentSpec("t_count_or_calls", {"count": 1}))
+    assert not reads_world_state(ComponentSpec("t_count_or_calls", {"tool": "inc"}))
+    calls = {"type": "t_count_or_calls", "tool": "inc", "times": 1}
+    task = {"id": "t", "instruction": "Call inc once.",
+            "checkers": [{"type": "composite_answer", "world": "c", "checker": calls},
+                         {"type": "composite", "world": "c", "checker": {"type": "t_count_or_calls", "count": 1}}]}
+    pack = load_pack(write_pack(tmp_path / "per-spec", COUNTER_KV, [task]))
+    assert play(pack, [{"tool": "c__inc", "arguments": {"by": 1}}, {"answer": "1"}]).status == "passed"
+    wrong = dict(task, checkers=[{"type": "composite", "world": "c", "checker": calls}])
+    with pytest.raises(SpecError, match="'t_count_or_calls' does not read the world's end state"):
+        load_pack(write_pack(tmp_path / "per-spec-wrong", COUNTER_KV, [wrong]))
+
+
 def test_a_child_tool_name_that_cannot_be_namespaced_is_a_clear_environment_error(tmp_path):
     """OpenAI names are at most 64 characters of [a-zA-Z0-9_-]: a long world name makes the
     counter's tools too long, and the composite says so instead of sending names a provider refuses."""

@@ -185,6 +185,26 @@ class Calls:
                        f"{self.tool} called {seen} times (of {names}); tools {[t.name for t in trajectory.tools]}")
 
 
+class CountOrCalls(Calls):
+    """Reads the world or the trajectory, depending on its parameters (``world_state_for``): the
+    counter's value with ``count``, the calls of ``tool`` without."""
+
+    world_state = True  # what the class says; the spec decides
+
+    @staticmethod
+    def world_state_for(params: dict[str, Any]) -> bool:
+        return "count" in params
+
+    def __init__(self, tool: str = "inc", times: int = 1, count: int | None = None) -> None:
+        super().__init__(tool, times)
+        self.count = count
+
+    def check(self, env: Any, trajectory: Any) -> Verdict:
+        if self.count is None:
+            return super().check(env, trajectory)
+        return Verdict("t_count_or_calls", env.count == self.count, float(env.count == self.count), f"count {env.count}")
+
+
 @hookimpl
 def register_environments(register: Any) -> None:
     for cls in (Counter, Slow, Hang, Broken, BadClose, KV, AsyncHang):
@@ -196,6 +216,7 @@ def register_checkers(register: Any) -> None:
     register("t_count_is", CountIs)
     register("t_kv_has", KVHas)
     register("t_calls", Calls)
+    register("t_count_or_calls", CountOrCalls)
 
 
 @hookimpl

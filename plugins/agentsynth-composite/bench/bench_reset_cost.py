@@ -5,7 +5,7 @@ Every measurement is build + reset + close of a fresh environment, as an episode
 baseline is measured in the same run on the same machine: each child alone, and the sum of the
 two. Results (medians, p90s, load before and after) go to bench/results.json or --out.
 
-    python plugins/agentsynth-composite/bench/reset_cost.py [--repeat 15] [--out results.json]
+    python plugins/agentsynth-composite/bench/bench_reset_cost.py [--repeat 15] [--out results.json]
 """
 
 from __future__ import annotations
