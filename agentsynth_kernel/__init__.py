@@ -11,8 +11,9 @@ this package is cheap: names are imported from their modules on first use (PEP 5
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .lazy import lazy_exports
 
 __version__ = "0.1.0"
 
@@ -41,6 +42,7 @@ PUBLIC: dict[str, tuple[str, ...]] = {
     "errors": ("AgentsynthError", "BudgetExceeded", "PluginError", "SpecError", "did_you_mean"),
     "hookspecs": ("Register", "hookimpl"),
     "importing": ("CodeRef", "absolute_code_ref", "import_file", "import_object"),
+    "lazy": ("lazy_exports",),
     "llm": (
         "LEDGER_KEY", "BudgetLedger", "BudgetUnenforceable", "LLMClient", "LLMError", "Reservation", "client_for",
         "price_for", "resolve_route",
@@ -76,17 +78,7 @@ _EXPORTS: dict[str, str] = {name: module for module, names in PUBLIC.items() for
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'agentsynth_kernel' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_EXPORTS])
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 
 if TYPE_CHECKING:  # the same names, for type checkers (tests/test_public_api.py keeps the two in step)
@@ -290,6 +282,9 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_public_api.py
     )
     from .importing import (
         import_object as import_object,
+    )
+    from .lazy import (
+        lazy_exports as lazy_exports,
     )
     from .llm import (
         LEDGER_KEY as LEDGER_KEY,

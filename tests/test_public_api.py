@@ -39,7 +39,7 @@ def test_the_type_checking_imports_are_the_public_names():
 def test_importing_the_package_imports_nothing_else():
     code = "import sys, agentsynth_kernel; print(sorted(m for m in sys.modules if m.startswith('agentsynth_kernel.')))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "[]"
+    assert out.strip() == "['agentsynth_kernel.lazy']"  # the first-use mechanism itself (stdlib only)
 
 
 def test_no_plugin_imports_a_kernel_name_that_is_not_public():
@@ -67,3 +67,19 @@ def test_the_checker_catches_private_imports(tmp_path, source, expected):
     found = public_imports.private_imports(path, set(agentsynth_kernel.__all__))
     fixable = [m for _, m, _, fix in found if not fix]
     assert fixable == expected
+
+
+def test_lazy_exports_import_a_name_on_first_use_only(tmp_path):
+    pkg = tmp_path / "lazypkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("from agentsynth_kernel import lazy_exports\n"
+                                     "__getattr__, __dir__ = lazy_exports(__name__, {'Thing': 'heavy', 'heavy': None})\n")
+    (pkg / "heavy.py").write_text("Thing = object()\n")
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import lazypkg\n"
+            "before = 'lazypkg.heavy' in sys.modules\n"
+            "thing = lazypkg.Thing\n"
+            "print(before, 'lazypkg.heavy' in sys.modules, thing is sys.modules['lazypkg.heavy'].Thing,\n"
+            "      'Thing' in vars(lazypkg), lazypkg.heavy is sys.modules['lazypkg.heavy'], 'Thing' in dir(lazypkg))\n"
+            "try:\n    lazypkg.nothing\nexcept AttributeError as exc:\n    print(exc)\n")
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, check=True).stdout
+    assert out.splitlines() == ["False True True True True True", "module 'lazypkg' has no attribute 'nothing'"]

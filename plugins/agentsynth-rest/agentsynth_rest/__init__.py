@@ -5,18 +5,11 @@ Names are imported on first use: loading the plugin (its entry point) imports no
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from agentsynth_kernel import lazy_exports
 
 _EXPORTS = {"OpenAPIError": "openapi", "RestEnvSpec": "env", "RestEnvironment": "env", "WorldStartError": "server"}
 
 __all__ = ["OpenAPIError", "RestEnvSpec", "RestEnvironment", "WorldStartError"]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'agentsynth_rest' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

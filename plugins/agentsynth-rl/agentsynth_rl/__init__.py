@@ -11,8 +11,7 @@ Names are imported on first use, so importing the package loads neither gymnasiu
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from agentsynth_kernel import lazy_exports
 
 _EXPORTS = {
     "AsyncPackEnv": "env", "PackEnv": "env", "register_gymnasium": "env", "EpisodeOver": "env",
@@ -23,10 +22,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'agentsynth_rl' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

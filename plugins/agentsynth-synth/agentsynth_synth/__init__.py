@@ -6,8 +6,7 @@ Names are imported on first use, so loading the plugin (its entry point) stays c
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from agentsynth_kernel import lazy_exports
 
 _EXPORTS = {
     **dict.fromkeys(("GENERATORS", "make_generator", "run_generator", "write_output"), "api"),
@@ -17,10 +16,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'agentsynth_synth' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
