@@ -26,7 +26,7 @@ PUBLIC: dict[str, tuple[str, ...]] = {
     ),
     "audit": ("AuditReport", "TaskAudit", "audit_pack"),
     "builtins.llm_policy": ("fit_messages",),
-    "builtins.policies": ("to_action",),
+    "builtins.policies": ("oracle_actions", "to_action"),
     "components": (
         "Checker", "Domain", "Environment", "EpisodeState", "Executor", "Exporter", "Generator", "Importer",
         "Judge", "JudgeResult", "Policy", "Turn", "call", "runs_inline",
@@ -126,6 +126,9 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_public_api.py
     )
     from .builtins.llm_policy import (
         fit_messages as fit_messages,
+    )
+    from .builtins.policies import (
+        oracle_actions as oracle_actions,
     )
     from .builtins.policies import (
         to_action as to_action,

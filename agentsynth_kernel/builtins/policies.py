@@ -188,20 +188,36 @@ class OraclePolicy(ScriptedPolicy):
             raise AgentsynthError(f"pack {pack.id!r} has no oracle (add oracle.py or 'oracle:' to the pack)")
         if not path.is_absolute():
             path = (base_dir or pack.base_dir) / path
-        super().__init__(_oracle_script(path, task))
+        if not path.is_file():
+            raise AgentsynthError(f"{path}: the pack's oracle file does not exist")
+        actions = oracle_actions(pack, task, path)
+        if actions is None:
+            raise AgentsynthError(f"{path}: ORACLE has no entry for task {task.id!r}")
+        super().__init__(actions)
 
 
-def _oracle_script(path: Path, task: Task) -> list[Action]:
-    """The oracle's actions for a task. ``solve`` runs for every episode, so a nondeterministic
-    oracle shows up in ``pack validate``'s determinism gate."""
-    module = import_file(path)
+def oracle_actions(pack: Pack, task: Task, file: Path | None = None) -> list[Action] | None:
+    """The actions the pack's oracle (``file``, else ``pack.oracle_path``) gives for ``task``:
+    ``solve(task)``'s, or ``ORACLE[task.id]``. None when there is no oracle file or the table has no
+    entry for the task; an AgentsynthError naming the file when the oracle does not import or is
+    not one of the two forms. ``solve`` runs at every call, so a nondeterministic oracle shows up
+    in ``pack validate``'s determinism gate."""
+    path = file if file is not None else pack.oracle_path
+    if path is None or not path.is_file():
+        return None
+    try:
+        module = import_file(path)
+    except AgentsynthError:
+        raise
+    except Exception as exc:  # an oracle that does not import is the pack's bug, named as such
+        raise AgentsynthError(f"{path}: the oracle does not import: {type(exc).__name__}: {exc}") from exc
     solve = getattr(module, "solve", None)
     table = getattr(module, "ORACLE", None)
     if callable(solve):
         raw = solve(task)
     elif isinstance(table, dict):
         if task.id not in table:
-            raise AgentsynthError(f"{path}: ORACLE has no entry for task {task.id!r}")
+            return None
         raw = table[task.id]
     else:
         raise AgentsynthError(f"{path}: define solve(task) or ORACLE = {{task_id: [actions]}}")

@@ -116,18 +116,18 @@ def _stuffed_answer(state: EpisodeState, pack: Pack) -> list[Any]:
 
 def _replay_other_task(state: EpisodeState, pack: Pack) -> list[Any]:
     """The oracle's transcript of a *different* task: a policy that memorised transcripts."""
-    from ..builtins.policies import _oracle_script
+    from ..builtins.policies import oracle_actions
 
-    path = pack.oracle_path
     others = [t for t in pack.tasks if t.id != state.task.id]
-    if path is None or not others:
+    if pack.oracle_path is None or not others:
         return [{"answer": "Done."}]
     index = [t.id for t in pack.tasks].index(state.task.id)
     other = pack.tasks[(index + 1) % len(pack.tasks)]
     try:
-        return list(_oracle_script(path, other))
+        actions = oracle_actions(pack, other)
     except Exception:  # an oracle that cannot script the other task: nothing to replay
-        return [{"answer": "Done."}]
+        actions = None
+    return list(actions) if actions else [{"answer": "Done."}]
 
 
 GENERIC_EXPLOITS: tuple[Exploit, ...] = (
@@ -312,7 +312,7 @@ async def sibling_problems(pack: Pack, task: Task, *, host: PluginHost, seed: in
     """For a world that can perturb tasks: (``ok``, ""), or (kind, problem) when the original's
     transcript passes the perturbed sibling (``memorisable``) or the relabelled oracle does not
     (``not_isomorphic``: a perturbation bug, not a farm); None when the world has no perturbation."""
-    from ..builtins.policies import _oracle_script
+    from ..builtins.policies import oracle_actions
     from ..episode import EpisodeConfig, run_episode
     from ..spec import ComponentSpec
 
@@ -321,7 +321,9 @@ async def sibling_problems(pack: Pack, task: Task, *, host: PluginHost, seed: in
     sibling = host.pm.hook.perturb_task(pack=pack, task=task, seed=seed)
     if sibling is None:
         return None
-    original = _oracle_script(pack.oracle_path, task)
+    original = oracle_actions(pack, task)
+    if original is None:
+        return None
 
     async def play(actions: list[Any]) -> Any:
         config = EpisodeConfig(ComponentSpec("scripted", {"actions": actions}), timeout=timeout)

@@ -37,7 +37,7 @@ import attrs
 import msgspec
 import numpy as np
 
-from agentsynth_kernel import AgentsynthError, Answer, ToolCall
+from agentsynth_kernel import AgentsynthError, Answer, ToolCall, oracle_actions
 
 from .common import CANARY_PREFIX, pack_canary, tokens
 
@@ -120,32 +120,6 @@ class TaskText:
     def overlap(self) -> float:
         return self.seen / self.size if self.size else 0.0
 
-
-def oracle_actions(pack: Any, task: Any) -> list[Any] | None:
-    """The pack's oracle actions for ``task`` (``solve(task)`` or ``ORACLE[task.id]``), or None
-    when the pack has no oracle. Errors in the oracle are an AgentsynthError naming the file."""
-    from agentsynth_kernel import import_file, to_action
-
-    path = pack.oracle_path
-    if path is None or not path.is_file():
-        return None
-    try:
-        module = import_file(path)
-    except AgentsynthError:
-        raise
-    except Exception as exc:  # an oracle that does not import is the pack's bug, named as such
-        raise AgentsynthError(f"{path}: the oracle does not import: {type(exc).__name__}: {exc}") from exc
-    solve = getattr(module, "solve", None)
-    table = getattr(module, "ORACLE", None)
-    if callable(solve):
-        raw = solve(task)
-    elif isinstance(table, dict):
-        if task.id not in table:
-            return None
-        raw = table[task.id]
-    else:
-        raise AgentsynthError(f"{path}: define solve(task) or ORACLE = {{task_id: [actions]}}")
-    return [to_action(a, f"{path}: task {task.id!r}: action {i}") for i, a in enumerate(raw or [])]
 
 
 def answer_text(actions: list[Any] | None) -> str:
@@ -349,7 +323,7 @@ def task_texts(pack: Any, n: int, hasher: NgramHasher) -> tuple[list[TaskText], 
     texts: list[TaskText] = []
     oracles: dict[str, list[Any] | None] = {}
     for task in pack.tasks:
-        actions = oracle_actions(pack, task)
+        actions = oracle_actions(pack, task)  # the kernel's: None when the pack has none for it
         oracles[task.id] = actions
         for field, text in (("instruction", task.instruction), ("answer", answer_text(actions))):
             toks = tokens(clean(text))

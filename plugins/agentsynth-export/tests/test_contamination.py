@@ -19,8 +19,8 @@ import pytest
 
 from agentsynth_export import contamination
 from agentsynth_export.common import pack_canary
-from agentsynth_export.contamination import contamination_report, oracle_actions
-from agentsynth_kernel import AgentsynthError, load_pack
+from agentsynth_export.contamination import contamination_report
+from agentsynth_kernel import AgentsynthError, load_pack, oracle_actions
 
 pytest.importorskip("agentsynth_sql")
 
