@@ -16,6 +16,7 @@ import json
 import os
 import platform
 import statistics
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -106,6 +107,16 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=15)
     parser.add_argument("--out", type=Path, default=Path(__file__).with_name("results.json"))
     args = parser.parse_args()
+    import importlib.util
+
+    if importlib.util.find_spec("agentsynth_python") is None:
+        print("bench_reset_cost: skipped: the sql-python pack needs agentsynth-python", file=sys.stderr)
+        return
+    from agentsynth_python.sandbox import probe
+
+    if why_not := probe():
+        print(f"bench_reset_cost: skipped: the python world needs a bwrap sandbox: {why_not}", file=sys.stderr)
+        return
     load_before = os.getloadavg()
     started = time.perf_counter()
     results = asyncio.run(measure(args.repeat))

@@ -2,7 +2,7 @@
 
 Two ways, both uvicorn (its only dependency beyond the kernel's is itself: h11 and click are
 already there; hypercorn would add h2, priority, wsproto and taskgroup), measured in
-``bench/latency.py``:
+``bench/bench_latency.py``:
 
 - ``thread`` (default): a uvicorn server in a daemon thread of this process, with its own event
   loop, listening on a free port. Servers are kept in a **warm pool**: an episode takes a

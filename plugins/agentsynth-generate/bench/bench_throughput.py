@@ -1,6 +1,6 @@
 """Throughput of `agentsynth generate` against the scripted teacher, with a baseline measured in the same run.
 
-    python plugins/agentsynth-generate/bench/throughput.py [--items 40] [--out bench/results.json]
+    python plugins/agentsynth-generate/bench/bench_throughput.py [--items 40] [--out bench/results.json]
 
 Baseline: the same number of bare LLMClient requests the generation sent, to the same server (what the
 model calls alone cost). Reported: items/s per mode, LLM requests per item, and the generator's overhead

@@ -1,7 +1,7 @@
 """Cost of the challenger's acceptance modes over the sql ``core`` pack (real SQLite worlds) against
 the scripted stand-in (``agentsynth_synth.demo``), with a baseline measured in the same run.
 
-    python plugins/agentsynth-synth/bench/acceptance.py [--items 12] [--concurrency 4] [--repeats 3] [--latency 0.05]
+    python plugins/agentsynth-synth/bench/bench_acceptance.py [--items 12] [--concurrency 4] [--repeats 3] [--latency 0.05]
 
 Per mode (``single``; ``verifiable`` with 4+4 attempts; the same with ``short_circuit_strong``):
 seconds (best of ``--repeats``, after a warm-up run), accepted, LLM requests (per accepted item), episodes played, the run store's size and its

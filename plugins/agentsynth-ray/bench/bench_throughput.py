@@ -5,7 +5,7 @@ the local baseline and the Ray figures are measured on the same machine under th
 load average is recorded before and after). Each figure is episodes/s over a whole run, worker
 start-up included (a run starts its actors); the cluster's own start is reported apart.
 
-    python plugins/agentsynth-ray/bench/throughput.py [--trials 10] [--out bench/results.json]
+    python plugins/agentsynth-ray/bench/bench_throughput.py [--trials 10] [--out bench/results.json]
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import argparse
 import asyncio
 import json
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -56,7 +57,11 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=HERE / "results.json")
     args = parser.parse_args()
 
-    import ray
+    try:
+        import ray
+    except ImportError:
+        print("bench_throughput: skipped: ray is not installed (pip install plugins/agentsynth-ray)", file=sys.stderr)
+        return
 
     load_before = os.getloadavg()
     local = _run(args.trials, None, concurrency=2 * args.per_worker)

@@ -1,6 +1,6 @@
 """Benchmark: the report of a 10,000-episode run: build time, file size, memory, load in Chromium.
 
-    python plugins/agentsynth-report/bench/report_load.py [--episodes 10000] [--out bench/results.json]
+    python plugins/agentsynth-report/bench/bench_report_load.py [--episodes 10000] [--out bench/results.json]
 
 Targets (issue #20): the file stays under 20 MB and opens in under 2 s in Chromium. Measured in the
 same run as baselines: a blank page's load in the same browser (the machine's floor), and the size
@@ -26,6 +26,7 @@ from pathlib import Path
 from agentsynth_report.html import build_report
 from agentsynth_report.synthetic import write_run
 
+CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
         "--no-first-run"]
 
@@ -36,7 +37,7 @@ def load_times(url: str, repeats: int) -> dict[str, float]:
     wall, app, dcl, loaded, viewer = [], [], [], [], []
     is_report = "report" in url
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=ARGS)
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         for _ in range(repeats):
             page = browser.new_page(viewport={"width": 1280, "height": 900})
             started = time.perf_counter()
@@ -72,6 +73,11 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out", type=Path, default=Path(__file__).with_name("results.json"))
     args = parser.parse_args()
+    import importlib.util
+
+    if importlib.util.find_spec("playwright") is None or not Path(CHROMIUM).exists():
+        print(f"bench_report_load: skipped: needs playwright and Chromium at {CHROMIUM}", file=sys.stderr)
+        return
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp:
         run = Path(tmp) / "run"

@@ -5,13 +5,14 @@ routing (fresh seeds), trains a verifier on the training runs' verdicts, judges 
 with the blind heuristic judge (the baseline, measured in the same run), then routes the fresh
 items at each threshold pair. Writes JSON with the machine load before and after::
 
-    python plugins/agentsynth-judge/bench/route_bench.py --out route-bench.json
+    python plugins/agentsynth-judge/bench/bench_route.py --out route-bench.json
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import json
 import os
 import platform
@@ -55,6 +56,11 @@ def main() -> None:
                     help="Seconds the stand-in LLM judge (a scripted server on 127.0.0.1) takes per reply.")
     ap.add_argument("--workdir", help="Keep the runs here (default: a temporary directory).")
     args = ap.parse_args()
+    missing = [m for m in ("sklearn", "skops") if importlib.util.find_spec(m) is None]
+    if missing:  # the learned extra is not installed: say so, do not fail a bench session
+        print(f"bench_route: skipped: the learned verifier needs {' and '.join(missing)} "
+              "(pip install 'agentsynth-judge[learned]')", file=sys.stderr)
+        return
     load_before = os.getloadavg()
     base = Path(args.workdir or tempfile.mkdtemp(prefix="route-bench-"))
     base.mkdir(parents=True, exist_ok=True)

@@ -1,6 +1,6 @@
 """Per-episode reset cost and tool-call latency of the rest world, against the bare work it wraps.
 
-Run: python bench/latency.py [--out bench/results.json] [--n 20]
+Run: python bench/bench_latency.py [--out bench/results.json] [--n 20]
 
 Medians and p90 in milliseconds, measured in one run with the machine's load recorded before and
 after. Bare work: building the tickets app (seeding its SQLite file), starting a uvicorn server in
