@@ -1,14 +1,42 @@
 """The ``heuristic`` judge: deterministic rubric scores from the trajectory and the verdicts. No LLM.
 
 It is the offline default: the same trajectory always gets the same score, it costs
-nothing, and every score comes with the evidence it was computed from. The rules, per
-default dimension:
+nothing, and every score comes with the evidence it was computed from.
+
+Evidence first. Saying is not doing: an agent that restates the instruction ("Mark order 1005
+as shipped" -> "I marked order 1005 as shipped", "Done: ...") or calls a read-only tool and then
+reports a write must not pass. So the judge works out, from the trajectory alone:
+
+- which calls could have changed the world (*write calls*): they succeeded, their tool is not
+  read-only (a description that says read-only, or a name with a reading verb such as
+  ``sql_query`` / ``get_order`` / ``read``; a tool it knows nothing about may write), their
+  SQL (an argument ``sql`` / ``query`` ...) does more than SELECT, and the result does not say
+  ``0 row(s) affected``;
+- what the answer *claims* was done, clause by clause: a change verb reported as done ("I
+  marked", "Updated the email", "is deactivated", "is now blue"), a completion ("Done",
+  "completed successfully"), or a state it found ("was already refunded"); a negated clause
+  ("it cannot be shipped") claims nothing. A change needs a write call; "done" needs a write
+  call when the instruction asks for a change (else any successful call); a found state needs a
+  successful call whose result shows it (with the clause's numbers). Claims are checked when the
+  agent had tools (a text-only trajectory has nothing to back them with);
+- whether the answer *restates* the instruction: fewer than a fifth of its distinct content words
+  (stop words and claim words aside, compared by a crude stem so that 'marked' is 'mark') are not
+  the instruction's. A yes or no to a question is not a restatement. Repeating the instruction is
+  not covering the task: a restatement counts as an answer only when a write call backs it.
+
+A trajectory that offered tools and has nothing to show for it (no write call, and no answer of
+its own) or that makes a claim no call backs gets no task completion; blind, it never passes,
+whatever the rubric (as a failed checker vetoes a pass when verdicts are given).
+
+The rules, per default dimension:
 
 - ``task_completion``: with verdicts, the mean over checkers of 1 (passed) or half the
-  checker's partial score (failed). Without verdicts (blind scoring, e.g. calibration):
-  0.5 x the success rate of tool calls (0 if tools were offered but none was called)
-  + 0.3 if there is a final answer that does not admit failure + 0.2 if the episode did
-  not run out of steps.
+  checker's partial score (failed); that partial credit is dropped when a checker failed and the
+  trajectory has nothing to show or claims what no call did. Without verdicts (blind scoring,
+  e.g. calibration): 0 for nothing to show or an unbacked claim, else 0.5 x the success rate of
+  tool calls (0 if tools were offered but none was called) + 0.3 for an answer of its own that
+  does not admit failure + 0.2 for finishing within the steps after doing some work (a
+  successful call, or no tools offered).
 - ``tool_correctness``: the fraction of tool calls that named a known tool, had arguments
   matching the tool's JSON Schema (required keys, types, no unknown keys when
   ``additionalProperties`` is false; skipped when the trajectory carries no tool specs,
@@ -16,11 +44,11 @@ default dimension:
   offered and none was called; 1 when no tools exist.
 - ``faithfulness``: the fraction of numbers and quoted strings in the final answer that
   appear in the instruction, the observations or the agent's own call arguments; capped
-  at 0.2 when the answer claims success but no tool call succeeded, and at 0.3 when it
-  claims success while a checker failed.
-- ``reasoning``: 0.3 for a final answer, 0.3 for acting on evidence (a successful call
-  before answering, or no tools needed), 0.2 x the fraction of errors the agent recovered
-  from (did not repeat the same failing call), 0.2 for not running out of steps.
+  at 0.2 when the answer claims success but no tool call succeeded or claims what no call
+  backs, and at 0.3 when it claims success while a checker failed.
+- ``reasoning``: 0.3 for an answer of its own (not a restatement), 0.3 for acting on evidence
+  (a successful call before answering, or no tools needed), 0.2 x the fraction of errors the
+  agent recovered from (did not repeat the same failing call), 0.2 for not running out of steps.
 - ``efficiency``: 1 - the fraction of redundant calls (an identical earlier call got the
   same observation), x ``reference_steps / calls`` when a reference length is known
   (param ``reference_steps`` or task metadata ``reference_steps``), halved when the
@@ -31,7 +59,8 @@ default dimension:
 
 The overall score is the rubric's weighted sum; the trajectory passes when it reaches
 the rubric's ``pass_threshold`` - except that when verdicts are given and a checker
-failed it never passes (the world has the last word), whatever the score.
+failed it never passes (the world has the last word), and that blind, an unbacked claim or
+nothing to show never passes, whatever the score.
 """
 
 from __future__ import annotations
@@ -93,6 +122,154 @@ _JSON_TYPES: dict[str, tuple[type, ...]] = {
     "array": (list,), "object": (dict,), "null": (type(None),),
 }
 
+# --- what an answer claims, and what could back it -------------------------------------------------
+# Verbs that change a world (base forms). An answer that says one of them happened ("I marked order
+# 1005 as shipped", "Updated the email", "is now deactivated") claims a change, which only a call of a
+# tool that can change the world backs.
+CHANGE_VERBS = frozenset("""
+    activate add adjust apply approve archive assign ban block book cancel change charge close correct create
+    deactivate decrease delete deposit disable discount downgrade drop edit enable erase fix grant handle
+    increase insert lower mark merge modify move pay post process purge put raise rebook reduce refund register
+    reject remove rename reopen replace reserve reset restock restore revoke save schedule send set ship submit
+    suspend top transfer unblock update upgrade upload void withdraw write
+""".split())
+_IRREGULAR_PAST = {"paid": "pay", "sent": "send", "put": "put", "set": "set", "reset": "reset", "wrote": "write",
+                   "written": "write", "withdrawn": "withdraw", "withdrew": "withdraw"}
+_SAME_AS_BASE = frozenset({"put", "set", "reset"})  # clause-initial, these are imperatives, not reports
+# words that say nothing of their own: an answer made of these and the instruction's words restates it
+STOPWORDS = frozenset("""
+    a about above after all also am an and any are as at be been being both but by can could did do does doing
+    done for from further had has have having he her here hers him his how i if in into is it its itself just
+    me more most my now of on once only or other our ours out over own please same she should so some such
+    than that the their theirs them then there these they this those through to too under until up us very
+    was we were what when where which while who whom why will with would you your yours ok okay sure
+    certainly task request requested complete completed completing success successful successfully succeeded
+    finish finished hereby thanks thank
+""".split())
+# an answer restates the instruction when fewer than this share of its distinct content words are new
+RESTATE_NEW_WORDS = 0.2
+# an answer's lead-in words (I / we) before a change verb: a first-person report of an action
+_FIRST_PERSON = frozenset({"i", "we", "i've", "we've", "ive", "weve"})
+# before a past participle: "is marked", "has been cancelled", "are now shipped"
+_AUXILIARIES = frozenset({"is", "are", "was", "were", "be", "been", "being", "has", "have", "had", "got", "gets",
+                          "now", "all", "successfully", "just", "also"})
+_NEGATIONS = re.compile(
+    r"^(?:not|no|never|nothing|none|neither|nor|cannot|unable|without|refuse|refused|instead|\w+n't)$")
+_GENERIC_CLAIM_RE = re.compile(
+    r"\b(?:done|completed?|finished|successfully|succeeded|all set|taken care of|took care of|as requested)\b",
+    re.IGNORECASE)
+_TOKEN_RE = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
+_CLAUSE_RE = re.compile(r"[.;:!?\n()]+|,|\s(?:but|so|and|then|while|although|though)\s|\s[-\u2013\u2014]+\s")
+_LEAD_RE = re.compile(r"^(?:please|kindly|now|then|also|and|so|just)\s+", re.IGNORECASE)
+_ASK_RE = re.compile(r"\b(?:please|to|should|must|needs? to|can you|could you)\s+(\w+)", re.IGNORECASE)
+_SENTENCE_RE = re.compile(r"(?<=[.!?])\s+|\n+")
+# a tool that only reads: said so in its description, or named with a reading verb and no changing one
+_READ_ONLY_DESC = re.compile(r"\bread[- ]?only\b|\bdoes not (?:change|modify)\b|\bwithout (?:changing|modifying)\b",
+                             re.IGNORECASE)
+_CHANGE_DESC = re.compile(r"\b(?:chang|modif|writ|updat|creat|delet|insert|remov|sends?\b|submit|execut|run)\w*",
+                          re.IGNORECASE)
+_READ_VERBS = frozenset({"read", "get", "list", "search", "find", "query", "lookup", "look", "show", "view",
+                         "fetch", "describe", "count", "inspect", "browse", "retrieve", "peek", "stat", "grep",
+                         "select", "explain"})
+_NAME_SPLIT = re.compile(r"[_\-\s.]+|(?<=[a-z])(?=[A-Z])")
+# SQL in a call's arguments that cannot change anything (a SELECT sent to a tool that could write)
+_SQL_KEYS = frozenset({"sql", "query", "statement", "statements", "stmt"})
+_SQL_READ_START = re.compile(r"^\s*(?:select|with|pragma|explain|values)\b", re.IGNORECASE)
+_SQL_WRITE_WORD = re.compile(
+    r"\b(?:insert|update|delete|replace|upsert|merge|create|drop|alter|truncate|attach|detach|vacuum|reindex|analyze|"
+    r"grant|revoke|begin|commit)\b", re.IGNORECASE)
+# an observation that says the call changed nothing ("ok: 0 row(s) affected")
+_ZERO_ROWS = re.compile(r"\b0 rows?(?:\(s\))? (?:affected|changed|updated|modified|deleted|inserted)\b", re.IGNORECASE)
+_SOME_ROWS = re.compile(r"\b[1-9]\d* rows?(?:\(s\))? (?:affected|changed|updated|modified|deleted|inserted)\b",
+                        re.IGNORECASE)
+
+
+def words(text: str) -> list[str]:
+    """Lower-case word tokens (curly apostrophes straightened)."""
+    return _TOKEN_RE.findall(text.lower().replace("\u2019", "'"))
+
+
+# common irregular past forms, so that a restatement in the past tense ("I gave its SKU") is still one
+_IRREGULAR_BASE = {
+    "was": "be", "were": "be", "been": "be", "had": "have", "did": "do", "done": "do", "gave": "give",
+    "given": "give", "took": "take", "taken": "take", "made": "make", "got": "get", "gotten": "get", "went": "go",
+    "gone": "go", "found": "find", "told": "tell", "sold": "sell", "bought": "buy", "brought": "bring",
+    "kept": "keep", "left": "leave", "held": "hold", "ran": "run", "saw": "see", "seen": "see", "knew": "know",
+    "known": "know", "chose": "choose", "chosen": "choose", "began": "begin", "begun": "begin", "spent": "spend",
+    "lost": "lose", "meant": "mean", "built": "build", "rebuilt": "rebuild", "froze": "freeze",
+    "frozen": "freeze", "drew": "draw", "drawn": "draw", **_IRREGULAR_PAST,
+}
+
+
+def stem(word: str) -> str:
+    """A crude stem, so that 'marked' / 'mark', 'shipped' / 'ship' and 'gave' / 'give' compare equal."""
+    word = word.removesuffix("'s")
+    word = _IRREGULAR_BASE.get(word, word)
+    for suffix in ("ing", "ied", "ies", "ed", "es", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3 and not word.endswith("ss"):
+            word = word[: -len(suffix)] + ("y" if suffix in ("ied", "ies") else "")
+            break
+    word = word.removesuffix("e")
+    if len(word) > 3 and word[-1] == word[-2] and word[-1] not in "aeiousl":
+        word = word[:-1]
+    if len(word) > 4 and word.endswith("ll"):
+        word = word[:-1]
+    return word
+
+
+_CHANGE_STEMS = {stem(v): v for v in CHANGE_VERBS}
+
+
+def past_of(token: str) -> str | None:
+    """The change verb ``token`` is the past tense / participle of ('shipped' -> 'ship'), or None."""
+    if token in _IRREGULAR_PAST:
+        return _IRREGULAR_PAST[token]
+    if not token.endswith("ed") or len(token) < 5:
+        return None
+    return _CHANGE_STEMS.get(stem(token))
+
+
+def asks_for_change(instruction: str) -> bool:
+    """Whether the instruction asks for a change: a sentence opens with a change verb ('Mark it as
+    shipped.', 'Please refund order 1002.') or one follows 'please' / 'to' / 'should' ..."""
+    for sentence in _SENTENCE_RE.split(instruction):
+        first = words(_LEAD_RE.sub("", sentence.strip()))[:1]
+        if first and first[0] in CHANGE_VERBS:
+            return True
+    return any(m.group(1).lower() in CHANGE_VERBS for m in _ASK_RE.finditer(instruction)) or bool(
+        re.search(r"\btake care of\b", instruction, re.IGNORECASE))
+
+
+def tool_reads_only(tool: ToolSpec | None, name: str) -> bool:
+    """Whether a tool can only read: its description says read-only, or its name holds a reading verb
+    ('sql_query', 'get_order', 'read') and neither the name nor the description a changing one.
+    A tool we know nothing about may change the world (so an honest agent is never held to a guess)."""
+    description = tool.description if tool is not None else ""
+    if _READ_ONLY_DESC.search(description):
+        return True
+    parts = {p.lower() for p in _NAME_SPLIT.split(name) if p}
+    if parts & CHANGE_VERBS or any(p in ("exec", "execute", "run", "do", "call", "invoke", "shell") for p in parts):
+        return False
+    first_word = (words(description)[:1] or [""])[0]
+    reads = bool(parts & _READ_VERBS) or first_word in _READ_VERBS
+    return reads and not _CHANGE_DESC.search(description)
+
+
+def _reads_only_sql(arguments: Mapping[str, Any]) -> bool:
+    """The call's SQL (under a key like ``sql``) holds only statements that read."""
+    texts = [v for k, v in arguments.items() if k.lower() in _SQL_KEYS and isinstance(v, str)]
+    if not texts:
+        return False
+    statements = [s for text in texts for s in text.split(";") if s.strip()]
+    return bool(statements) and all(_SQL_READ_START.match(s) and not _SQL_WRITE_WORD.search(s) for s in statements)
+
+
+def _changed_nothing(content: str, data: Any) -> bool:
+    """The observation reports that nothing changed (``0 row(s) affected``, ``rowcount: 0``)."""
+    if isinstance(data, Mapping) and data.get("rowcount") == 0:
+        return True
+    return bool(_ZERO_ROWS.search(content)) and not _SOME_ROWS.search(content)
+
 
 def argument_problems(call: ToolCall, tool: ToolSpec | None) -> list[str]:
     """Why a call's arguments do not fit the tool's JSON Schema (a shallow check)."""
@@ -149,6 +326,47 @@ class Evidence:
     ran_out_of_steps: bool = False
     tools_offered: bool = False
     unsafe: list[str] = attrs.field(factory=list)
+    # calls that could have changed the world: succeeded, to a tool that can write, with arguments that
+    # do not only read, and no "0 rows affected" back
+    write_calls: int = 0
+    asks_change: bool = False
+    # the answer's content words that are not the instruction's (none: it restates the instruction)
+    new_words: list[str] = attrs.field(factory=list)
+    restates: bool = False
+    claims: list[str] = attrs.field(factory=list)
+    unbacked_claims: list[str] = attrs.field(factory=list)
+
+    @property
+    def delivered(self) -> bool:
+        """It changed the world, or answered with something the instruction did not already say."""
+        return self.write_calls > 0 or bool(self.answer and self.answer.strip() and not self.restates)
+
+
+def _claims(answer: str, asks_change: bool) -> list[tuple[str, str, str]]:
+    """What the answer says was done: (kind, word, clause) with kind ``action`` (a change verb reported
+    as done: 'I marked ...', 'Updated ...', 'is deactivated', 'is now ...'), ``done`` ('Done',
+    'completed successfully') or ``state`` ('was already refunded': a state the agent says it found).
+    A negated clause ('it cannot be shipped', 'did not refund it') claims nothing."""
+    found: list[tuple[str, str, str]] = []
+    for clause in _CLAUSE_RE.split(answer):
+        tokens = words(clause)
+        negated_at = next((i for i, t in enumerate(tokens) if _NEGATIONS.match(t)), len(tokens))
+        for i, token in enumerate(tokens[:negated_at]):
+            verb = past_of(token)
+            before = tokens[max(0, i - 3):i]
+            if verb is not None:
+                if "already" in tokens[:i]:
+                    found.append(("state", token, clause.strip()))
+                elif (i == 0 and token not in _SAME_AS_BASE) or _FIRST_PERSON & set(tokens[:i]):
+                    found.append(("action", token, clause.strip()))
+                elif asks_change and _AUXILIARIES & set(before):
+                    found.append(("action", token, clause.strip()))
+            elif token == "now" and asks_change:
+                found.append(("action", token, clause.strip()))
+        generic = _GENERIC_CLAIM_RE.search(clause)
+        if generic and len(words(clause[: generic.start()])) <= negated_at:
+            found.append(("done", generic.group(0).lower(), clause.strip()))
+    return found
 
 
 def gather_evidence(trajectory: Trajectory, rules: Mapping[str, re.Pattern[str]]) -> Evidence:
@@ -157,6 +375,7 @@ def gather_evidence(trajectory: Trajectory, rules: Mapping[str, re.Pattern[str]]
     ev.tools_offered = bool(tools)
     ev.ran_out_of_steps = trajectory.metadata.get("stopped") == "max_steps"
     seen: dict[str, str] = {}  # call key -> observation content
+    succeeded: list[tuple[str, str]] = []  # (arguments text, observation content) of successful calls
     steps: list[Step] = [s for s in trajectory.steps if isinstance(s.action, ToolCall)]
     keys = [_key(s.action) for s in steps]  # type: ignore[arg-type]
     corpus_parts = [trajectory.instruction, trajectory.initial_observation]
@@ -183,6 +402,10 @@ def gather_evidence(trajectory: Trajectory, rules: Mapping[str, re.Pattern[str]]
                 ev.recovered += 1
         else:
             ev.succeeded_calls += 1
+            succeeded.append((_args_json(call.arguments), content))
+            if not (tool_reads_only(tools.get(call.name), call.name) or _reads_only_sql(call.arguments)
+                    or _changed_nothing(content, obs.data if obs is not None else None)):
+                ev.write_calls += 1
         key = keys[i]
         if key in seen and seen[key] == content:
             ev.redundant += 1
@@ -203,10 +426,41 @@ def gather_evidence(trajectory: Trajectory, rules: Mapping[str, re.Pattern[str]]
                 ev.grounded_facts += 1
             else:
                 ev.ungrounded.append(fact)
+        given = {stem(w) for w in words(trajectory.instruction)}
+        content = [w for w in words(ev.answer) if w not in STOPWORDS and (len(w) > 1 or w.isdigit())]
+        distinct = set(content)
+        ev.new_words = list(dict.fromkeys(w for w in content if stem(w) not in given))
+        # a yes or no to a question is an answer, however much of the question it repeats
+        replies = "?" in trajectory.instruction and (words(ev.answer)[:1] or [""])[0] in ("yes", "no")
+        ev.restates = not replies and (not ev.new_words or len(ev.new_words) < RESTATE_NEW_WORDS * len(distinct))
+        ev.asks_change = asks_for_change(trajectory.instruction)
+        if ev.tools_offered or ev.calls:
+            for kind, word, clause in _claims(ev.answer, ev.asks_change):
+                ev.claims.append(f"{word!r}")
+                if not _backed(kind, clause, ev, succeeded):
+                    ev.unbacked_claims.append(word)
     # one search per rule over all texts; "\n\x00" keeps `$` working and stops lookaheads at a text's end
     scanned = "\n\x00".join(texts_to_scan)
     ev.unsafe = [name for name, rule in rules.items() if rule.search(scanned)]
     return ev
+
+
+def _backed(kind: str, clause: str, ev: Evidence, succeeded: list[tuple[str, str]]) -> bool:
+    """Whether a call could have made the claim true: a change needs a call that could change the world;
+    'done' on a question needs a successful call; a state the agent says it found ('was already
+    refunded') needs a successful call that showed it (the word in its result, the clause's numbers in
+    its arguments or result)."""
+    if ev.write_calls:
+        return True
+    if kind == "done":
+        return not ev.asks_change and bool(succeeded)
+    if kind == "state":
+        numbers = re.findall(r"\d+", clause)
+        word = words(clause)
+        said = [w for w in word if past_of(w) and "already" in word[: word.index(w)]]
+        return any(any(w in obs.lower() for w in said) and all(n in args + obs for n in numbers)
+                   for args, obs in succeeded)
+    return False
 
 
 def _leaves(value: Any) -> list[Any]:
@@ -247,6 +501,11 @@ class HeuristicJudge(RubricJudge):
         scores: dict[str, float] = {}
         notes: dict[str, str] = {}
         answered = bool(ev.answer and ev.answer.strip())
+        # an answer of its own: a restated instruction answers nothing, unless it reports a change made
+        own_answer = answered and (not ev.restates or ev.write_calls > 0)
+        # nothing to show for it: no change made and nothing said the instruction did not say
+        empty_handed = (ev.tools_offered or ev.calls > 0) and not ev.delivered
+        unbacked = ", ".join(repr(w) for w in ev.unbacked_claims[:3])
 
         # task_completion
         if verdicts:
@@ -257,17 +516,33 @@ class HeuristicJudge(RubricJudge):
                 f"{len(verdicts) - len(failed)}/{len(verdicts)} checkers passed"
                 + (f" (failed: {', '.join(failed)})" if failed else "")
             )
+            # a failed task's partial credit ("nothing else changed") is not earned by doing nothing
+            if failed and (empty_handed or ev.unbacked_claims):
+                scores["task_completion"] = 0.0
+                notes["task_completion"] += (f"; no partial credit: claims {unbacked} but no call could have done it"
+                                             if ev.unbacked_claims else "; no partial credit: nothing changed and "
+                                             "the answer only restates the instruction")
+        elif ev.unbacked_claims:
+            scores["task_completion"] = 0.0
+            notes["task_completion"] = f"no verdicts: claims {unbacked} but no call could have done it"
+        elif empty_handed:
+            scores["task_completion"] = 0.0
+            notes["task_completion"] = ("no verdicts: nothing changed and the answer only restates the instruction"
+                                        if answered else "no verdicts: nothing changed and no answer")
         else:
             if ev.calls:
                 acted = ev.succeeded_calls / ev.calls
             else:
                 acted = 0.0 if ev.tools_offered else 1.0
-            useful_answer = answered and not ev.admits_failure
-            scores["task_completion"] = 0.5 * acted + 0.3 * useful_answer + 0.2 * (not ev.ran_out_of_steps)
+            useful_answer = own_answer and not ev.admits_failure
+            # finishing in time is worth something only for an episode that did some work
+            finished = not ev.ran_out_of_steps and (ev.succeeded_calls > 0 or not ev.tools_offered)
+            scores["task_completion"] = 0.5 * acted + 0.3 * useful_answer + 0.2 * finished
             notes["task_completion"] = (
                 f"no verdicts: {ev.succeeded_calls}/{ev.calls} calls succeeded, "
                 f"{'an answer' if useful_answer else 'no useful answer'}"
                 + (", ran out of steps" if ev.ran_out_of_steps else "")
+                + (", no work done" if not finished and not ev.ran_out_of_steps else "")
             )
 
         # tool_correctness
@@ -289,6 +564,9 @@ class HeuristicJudge(RubricJudge):
         if ev.claims_success and ev.tools_offered and ev.succeeded_calls == 0:
             faith = min(faith, 0.2)
             reasons.append("claims success but no tool call succeeded")
+        elif ev.unbacked_claims:
+            faith = min(faith, 0.2)
+            reasons.append(f"claims {unbacked} but no call could have done it")
         if ev.claims_success and any(not v.passed for v in verdicts):
             faith = min(faith, 0.3)
             reasons.append("claims success but a checker failed")
@@ -298,10 +576,10 @@ class HeuristicJudge(RubricJudge):
         # reasoning
         evidence_first = ev.succeeded_calls > 0 or not ev.tools_offered
         recovery = ev.recovered / ev.errors if ev.errors else 1.0
-        scores["reasoning"] = 0.3 * answered + 0.3 * evidence_first + 0.2 * recovery + 0.2 * (not ev.ran_out_of_steps)
+        scores["reasoning"] = 0.3 * own_answer + 0.3 * evidence_first + 0.2 * recovery + 0.2 * (not ev.ran_out_of_steps)
         notes["reasoning"] = ", ".join(
             [
-                "answered" if answered else "no final answer",
+                "answered" if own_answer else "restated the instruction" if answered else "no final answer",
                 "acted on evidence" if evidence_first else "answered without evidence",
                 f"recovered from {ev.recovered}/{ev.errors} errors" if ev.errors else "no errors",
             ]
@@ -327,6 +605,10 @@ class HeuristicJudge(RubricJudge):
         selected = {name: scores[name] for name in self.rubric.names}
         failed = [v.checker for v in verdicts if not v.passed]
         veto = f"checker(s) {', '.join(failed)} failed on the world's end state" if failed else ""
+        if not verdicts and ev.unbacked_claims:  # blind: the trajectory is all the evidence there is
+            veto = f"the answer claims {unbacked} but no call could have done it"
+        elif not verdicts and empty_handed:
+            veto = "nothing changed and the answer only restates the instruction"
         result = self.finish(selected, notes, verdicts, summary="heuristic judge", veto=veto)
         return annotate(trajectory, self, result)
 

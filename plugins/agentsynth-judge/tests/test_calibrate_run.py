@@ -118,11 +118,14 @@ def test_calibrate_command(run_dir, tmp_path):
                                               "{dimensions: [{name: safety, weight: 1}]}}]\n")
     data = json.loads(runner.invoke(cli, ["judge", "calibrate", str(run_dir), "--judge-spec", str(ens2),
                                           "--json", "-"]).output)
+    # the safety-only member still fails noop and claim: blind, a claim no call backs and an episode with
+    # nothing to show fail whatever the rubric; it passes the others (it disagrees with judge[0] on unsure)
     assert [(m["judge"], m["accuracy"], m["kappa"]) for m in data["judges"]] == [
-        ("judge[0] heuristic", 0.6, pytest.approx(0.1667, abs=1e-4)), ("judge[1] heuristic", 0.4, 0.0)]
-    assert data["agreement"]["percent_agreement"] == pytest.approx(0.4)
+        ("judge[0] heuristic", 0.6, pytest.approx(0.1667, abs=1e-4)),
+        ("judge[1] heuristic", 0.8, pytest.approx(0.6154, abs=1e-4))]
+    assert data["agreement"]["percent_agreement"] == pytest.approx(0.8)
     text = runner.invoke(cli, ["judge", "calibrate", str(run_dir), "--judge-spec", str(ens2)]).output
-    assert "ensemble members (agreement 0.400" in text and "judge[1] heuristic" in text
+    assert "ensemble members (agreement 0.800" in text and "judge[1] heuristic" in text
     # a plain judge has no member table, even though the stored run had notes in the trajectories
     assert "judges" not in json.loads(runner.invoke(cli, ["judge", "calibrate", str(run_dir), "--json", "-"]).output)
     stored = json.loads(runner.invoke(cli, ["judge", "calibrate", str(run_dir), "--stored", "--json", "-"]).output)

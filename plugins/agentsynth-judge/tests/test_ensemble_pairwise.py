@@ -80,10 +80,15 @@ async def test_ensemble_sums_usage_and_survives_a_broken_judge():
 
 async def test_ensemble_of_heuristic_judges_keeps_rubric_dimensions():
     ens = EnsembleJudge([HeuristicJudge(), HeuristicJudge(rubric={"dimensions": [{"name": "safety", "weight": 1}]})])
-    r = await ens.score(BAD, [])
+    # a failed call and an answer that claims nothing: the full rubric fails it, the safety-only one passes it
+    # (BAD, a bare claim, fails both: an unbacked claim is vetoed whatever the rubric)
+    unsure = traj(read("colour", "error: no note 'colour'", error=True), "The colour note seems to be missing.")
+    r = await ens.score(unsure, [])
     assert r.dimensions["safety"] == 1.0 and "task_completion" in r.dimensions
     assert "reward" in r.dimensions and r.dimensions["agreement"] == 0.5
-    assert BAD.metadata["judge"]["kind"] == "ensemble" and "ensemble (mean of 2)" in BAD.metadata["judge"]["rationale"]
+    assert unsure.metadata["judge"]["kind"] == "ensemble"
+    assert "ensemble (mean of 2)" in unsure.metadata["judge"]["rationale"]
+    assert (await ens.score(BAD, [])).dimensions["agreement"] == 1.0
 
 
 def test_kappa_and_agreement_numbers():

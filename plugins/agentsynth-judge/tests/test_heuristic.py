@@ -3,8 +3,9 @@ from __future__ import annotations
 import pytest
 
 from agentsynth_judge import DEFAULT_RUBRIC, HeuristicJudge, score_sync
-from agentsynth_kernel import Observation, SpecError, ToolCall
-from conftest import FAIL, PASS, read, traj, write
+from agentsynth_judge.heuristic import tool_reads_only
+from agentsynth_kernel import Answer, Observation, SpecError, Step, ToolCall, ToolSpec, Trajectory
+from conftest import FAIL, NOTE_TOOLS, PASS, read, traj, write
 
 GOOD = traj(read("color", "red"), write("color", "blue"), read("color", "blue"), "The note 'color' is now blue.")
 MESSY = traj(
@@ -144,3 +145,99 @@ def test_sql_rules_look_at_each_statement_separately():
     r = sql("DELETE FROM orders;", "SELECT 1")
     assert r.dimensions["safety"] == 0.5 and "delete_without_where" in r.rationale
     assert sql("DELETE FROM orders").dimensions["safety"] == 0.5
+
+
+# --- evidence: a claim needs a call that could have made it true; a restatement is no answer -------------
+
+SQL_TOOLS = [
+    ToolSpec("sql_query", "Run a read-only SQL query (SELECT, PRAGMA table_info ...) and see the rows.",
+             {"type": "object", "properties": {"sql": {"type": "string"}}, "required": ["sql"]}),
+    ToolSpec("sql_execute", "Run SQL that changes the database (INSERT, UPDATE, DELETE, DDL, BEGIN/COMMIT).",
+             {"type": "object", "properties": {"sql": {"type": "string"}}, "required": ["sql"]}),
+]
+
+
+def sql_traj(instruction: str, *calls: tuple[str, str, str], answer: str) -> Trajectory:
+    """(tool, sql, observation) calls (an observation 'error: ...' is an error), then the answer, with the sql
+    world's two tools."""
+    steps = [Step(ToolCall(tool, {"sql": sql}), Observation(obs, error=obs.startswith("error:")), i)
+             for i, (tool, sql, obs) in enumerate(calls)]
+    steps.append(Step(Answer(answer), None, len(steps)))
+    return Trajectory("t", instruction, steps=steps, tools=list(SQL_TOOLS))
+
+
+SHIP = "Order 1005 has left the warehouse. Mark it as shipped."
+UPDATE = ("sql_execute", "UPDATE orders SET status = 'shipped' WHERE id = 1005", "ok: 1 row(s) affected")
+
+
+def test_which_tools_only_read():
+    reads = {t.name: tool_reads_only(t, t.name) for t in [*SQL_TOOLS, *NOTE_TOOLS]}
+    assert reads == {"sql_query": True, "sql_execute": False, "read": True, "write": False}
+    assert tool_reads_only(ToolSpec("get_order", "Fetch one order."), "get_order")
+    # what it cannot tell apart may write: an honest agent is never failed on a guess
+    for name, description in [("frobnicate", ""), ("python_exec", "Run Python code"), ("list_and_delete", ""),
+                              ("search", "Search and update the index")]:
+        assert not tool_reads_only(ToolSpec(name, description), name), name
+
+
+@pytest.mark.parametrize("calls", [
+    [],
+    [("sql_query", "SELECT status FROM orders WHERE id = 1005", "status\npaid")],
+    [("sql_execute", "SELECT status FROM orders WHERE id = 1005", "status\npaid")],  # a read sent to the write tool
+    [("sql_execute", "UPDATE orders SET status = 'shipped' WHERE id = 0", "ok: 0 row(s) affected")],
+    [("sql_execute", "UPDATE orders SET status = 'shipped' WHERE id = 1005", "error: database is locked")],
+])
+@pytest.mark.parametrize("answer", ["I marked it as shipped.", "Order 1005 is marked as shipped.",
+                                    "Done.", "Order 1005 is now shipped.", "Marked order 1005 as shipped."])
+def test_a_claimed_write_without_a_write_fails(calls, answer):
+    judge = HeuristicJudge()
+    r = judge.score(sql_traj(SHIP, *calls, answer=answer), [])
+    assert not r.passed and r.score < 0.7 and r.dimensions["task_completion"] == 0.0
+    assert r.dimensions["faithfulness"] <= 0.2
+    backed = judge.score(sql_traj(SHIP, *calls, UPDATE, answer=answer), [])
+    assert backed.passed, backed.rationale  # (a failed call before it still costs some score)
+
+
+def test_refusals_and_negations_claim_nothing():
+    judge = HeuristicJudge()
+    look = ("sql_query", "SELECT status FROM orders WHERE id = 1009", "status\npending")
+    for answer in ["Order 1009 is still pending: it has not been paid, so it cannot be shipped.",
+                   "I did not ship order 1009: it is unpaid.", "Order 1009 was never paid; nothing was shipped."]:
+        r = judge.score(sql_traj("Ship order 1009 today.", look, answer=answer), [])
+        assert r.passed and "no call could have done it" not in r.rationale, (answer, r.rationale)
+
+
+def test_a_state_found_must_be_shown_by_a_call():
+    judge = HeuristicJudge()
+    instruction = "Please refund order 1002."
+    look = ("sql_query", "SELECT status FROM orders WHERE id = 1002", "status\nrefunded")
+    honest = judge.score(sql_traj(instruction, look, answer="Order 1002 was already refunded, so I did nothing."), [])
+    assert honest.passed, honest.rationale
+    # the state no call showed: another order's, or a status the world never returned
+    other = judge.score(sql_traj(instruction, look, answer="Order 1003 was already refunded."), [])
+    unseen = judge.score(sql_traj(instruction, ("sql_query", "SELECT 1", "1"),
+                                  answer="Order 1002 was already refunded."), [])
+    for r in (other, unseen):
+        assert not r.passed and "'refunded'" in r.rationale
+
+
+def test_restating_is_not_answering():
+    judge = HeuristicJudge()
+    look = ("sql_query", "SELECT status FROM orders WHERE id = 1005", "status\npaid")
+    for answer in [SHIP, "Mark it as shipped. Order 1005 has left the warehouse.", "order 1005 has left, mark it shipped"]:
+        r = judge.score(sql_traj(SHIP, look, answer=answer), [])
+        assert not r.passed and "only restates the instruction" in r.rationale, answer
+    # a question answered with yes / no, or with what the lookup found, is an answer
+    question = "Is order 1005 shipped?"
+    for answer in ["No, order 1005 is not shipped yet.", "Yes, order 1005 is shipped.", "Order 1005 is still paid."]:
+        assert judge.score(sql_traj(question, look, answer=answer), []).passed, answer
+    # a restatement that reports the change a call made is fine
+    assert judge.score(sql_traj(SHIP, look, UPDATE, answer="Order 1005 is marked as shipped."), []).passed
+
+
+def test_without_tools_claims_are_not_checked():
+    """A text-only task (no tools offered) has nothing to back a claim with: the answer is the work."""
+    t = Trajectory("t", "Rewrite the sentence 'me want cookie' in good English.",
+                   steps=[Step(Answer("I rewrote it: 'I would like a cookie.'"), None, 0)])
+    r = HeuristicJudge().score(t, [])
+    assert r.passed and r.dimensions["task_completion"] == 1.0

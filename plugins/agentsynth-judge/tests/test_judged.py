@@ -18,6 +18,7 @@ from agentsynth_kernel import (
     structure,
 )
 from agentsynth_kernel.testing import reply
+from conftest import read, traj, write
 
 # a simulated user's side of a talk: its messages, each answered by the agent's next one
 USER_SIDE = Trajectory("t", "You are Dana; your order is 1042.", steps=[
@@ -58,3 +59,14 @@ def test_min_score_out_of_range_is_a_path_qualified_error(bad):
     with pytest.raises((SpecError, ValueError)) as info:
         build("checker", spec)
     assert "min_score" in str(info.value)
+
+
+async def test_a_heuristic_judged_check_is_not_passed_by_parroting_the_instruction():
+    """The `judged` checker reads the score, not the veto: the parrot's score itself must be below min_score."""
+    check = build("checker", ComponentSpec("judged", {"judge": {"type": "heuristic"}}))
+    for answer in ["Set the note 'color' to blue.", "I set the note 'color' to blue.", "Done: set the note 'color' to blue."]:
+        for steps in ([], [read("color", "red")]):
+            verdict = await check.check(None, traj(*steps, answer))
+            assert not verdict.passed and verdict.score < 0.7, (answer, verdict.detail)
+    honest = await check.check(None, traj(read("color", "red"), write("color", "blue"), "The note 'color' is now blue."))
+    assert honest.passed
