@@ -11,11 +11,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -336,7 +337,35 @@ def table_columns(conn: sqlite3.Connection, table: str) -> tuple[str, ...]:
 def scan(conn: sqlite3.Connection, table: str, limit: int | None = None) -> tuple[list[tuple[Any, ...]], list[int] | None]:
     """All rows of a table in storage order: ``(rowid, *cols)`` rows and None, or, for a WITHOUT ROWID
     table, ``(*cols)`` rows and the primary-key column indexes. Same content -> same list. With
-    ``limit``, at most that many rows are read (a table holding more is cut there)."""
+    ``limit``, at most that many rows are read (a table holding more is cut there). TEXT that is not
+    UTF-8 is read with its bad bytes replaced (see :func:`lenient_text`)."""
+    try:
+        return _scan(conn, table, limit)
+    except sqlite3.OperationalError as exc:
+        if "Could not decode to UTF-8" not in str(exc):
+            raise
+    with lenient_text(conn):
+        return _scan(conn, table, limit)
+
+
+def _lenient(data: bytes) -> str:
+    return data.decode("utf-8", "replace")
+
+
+@contextlib.contextmanager
+def lenient_text(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """TEXT read as UTF-8 with invalid bytes replaced (U+FFFD), not as an error: the agent can store such
+    text (``CAST(x'ff' AS TEXT)``), and it must fail the collateral check that reads it, not crash it (a
+    crashed check is the checker's error: the episode would go unscored)."""
+    factory = conn.text_factory
+    conn.text_factory = _lenient
+    try:
+        yield conn
+    finally:
+        conn.text_factory = factory
+
+
+def _scan(conn: sqlite3.Connection, table: str, limit: int | None) -> tuple[list[tuple[Any, ...]], list[int] | None]:
     try:
         cur = conn.execute(f"SELECT rowid, * FROM {quote(table)}")
         pk = None
@@ -566,7 +595,8 @@ def _matching_keys(conn: sqlite3.Connection, table: str, where: str) -> set[Any]
         info = conn.execute(f"PRAGMA table_info({quote(table)})").fetchall()
         pk = [c[1] for c in info if c[5]]
         cols = ", ".join(quote(c) for c in pk)
-        return {tuple(r) for r in conn.execute(f"SELECT {cols} FROM {quote(table)} WHERE {where}")}
+        with lenient_text(conn):  # keys as scan() reads them, whatever text the agent stored
+            return {tuple(r) for r in conn.execute(f"SELECT {cols} FROM {quote(table)} WHERE {where}")}
 
 
 ANYTHING = TableRule(True, True, ("*",))
@@ -628,6 +658,7 @@ READ_PRAGMAS = {
     "foreign_key_list", "foreign_key_check", "integrity_check", "quick_check", "collation_list",
     "function_list", "pragma_list", "database_list", "compile_options",
 }
+STAT_TABLES = {"sqlite_stat1", "sqlite_stat2", "sqlite_stat3", "sqlite_stat4"}
 READ_VALUE_PRAGMAS = {"foreign_keys", "user_version", "schema_version", "page_count", "page_size", "encoding"}
 
 
@@ -651,7 +682,8 @@ class Sandbox:
         self.interrupted = False
         self.written: set[str] = set()  # tables the agent's statements were prepared to write
         self.schema_touched = False  # any CREATE / DROP / ALTER, in any schema (temp triggers included)
-        self.analyzed = False  # ANALYZE ran (it creates a table too)
+        self.analyzed = False  # ANALYZE ran (it creates a table too), or sqlite_stat* was written
+        self.statement_ddl = False  # the statement being prepared does DDL
         self.temp_guard = False  # the temp database is not capped yet: deny (and ask for the cap) on first use
         self.temp_needed = False
 
@@ -666,7 +698,7 @@ class Sandbox:
     def next_statement(self) -> None:
         """A fresh budget for the next statement of the same call (the handlers stay installed)."""
         self.denied, self.ticks, self.interrupted = "", 0, False
-        self.temp_needed = self.over_memory = False
+        self.temp_needed = self.over_memory = self.statement_ddl = False
         self.mem_start = memory_used() if memory_used is not None else 0
 
     def disarm(self, conn: sqlite3.Connection) -> None:
@@ -688,7 +720,13 @@ class Sandbox:
         return sqlite3.SQLITE_DENY
 
     def authorize(self, action: int, arg1: str | None, arg2: str | None, db: str | None, source: str | None) -> int:
-        if action == _READ or action == _SELECT:  # most calls: a column read, never denied
+        if action == _READ:  # most calls: a column read, never denied
+            if arg1 is None or len(arg1) != 11 or arg1.lower() != "sqlite_stmt":  # as written when no column is read
+                return sqlite3.SQLITE_OK
+            # every statement prepared on the connection: after a check on the agent's own connection
+            # (end_state), the checkers' queries too
+            return self._deny("sqlite_stmt (the connection's prepared statements) is not readable")
+        if action == _SELECT:
             return sqlite3.SQLITE_OK
         if db == "temp" and self.temp_guard and not self.readonly:
             self.temp_needed = True  # the environment caps the temp database and prepares this again
@@ -705,10 +743,14 @@ class Sandbox:
                 return sqlite3.SQLITE_OK
             return self._deny(f"PRAGMA {name}{'' if arg2 is None else ' = ' + arg2} is not allowed")
         if action in _SCHEMA_ACTIONS and not self.readonly:
-            self.schema_touched = True
+            self.schema_touched = self.statement_ddl = True
         if action in _ROW_WRITES and arg1:
             if self.readonly:
                 return self._deny("sql_query is read-only; use sql_execute to change data")
+            if arg1 == "sqlite_sequence" and not self.statement_ddl:  # DROP / RENAME TABLE update it after the DDL
+                return self._deny("sqlite_sequence is SQLite's own (the AUTOINCREMENT counters): it is not writable")
+            if arg1 in STAT_TABLES:  # the planner's statistics (an ANALYZE's own too): the live connection keeps
+                self.analyzed = True  # the ones it loaded, a copy reads what the bytes hold
             self.written.add(arg1)
         if self.readonly:
             if action in _WRITE_ACTIONS:
