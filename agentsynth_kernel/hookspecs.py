@@ -35,6 +35,12 @@ the component, to resolve relative paths), ``task`` and ``pack`` (the current
 Task and Pack), and ``run`` (the RunInfo; ``run.services`` holds run-scoped
 shared objects such as the LLM client that enforces the run's budget).
 
+``factory`` and ``spec_cls`` may also be ``"module:attribute"`` strings: they are imported the
+first time the component is built or its parameters are checked, not when the plugin loads, so
+a plugin whose components import heavy libraries costs every ``agentsynth`` command nothing
+(``register("rest", "agentsynth_rest.env:RestEnvironment", spec_cls="agentsynth_rest.env:RestEnvSpec")``).
+A reference that does not import is a PluginError naming the plugin, where it is used.
+
 Hooks are called synchronously at load time unless their docstring says
 otherwise. A hook that raises is reported against its plugin and skipped; the
 other plugins keep working.
@@ -61,7 +67,7 @@ class Register(Protocol):
     """The ``register`` callback every ``register_<kind>s`` hook receives (see the module docstring)."""
 
     def __call__(self, name: str, factory: Any, /, *, description: str = "",
-                 spec_cls: type | None = None) -> None: ...
+                 spec_cls: type | str | None = None) -> None: ...
 hookimpl = pluggy.HookimplMarker("agentsynth")
 
 

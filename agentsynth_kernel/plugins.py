@@ -58,14 +58,60 @@ OBSERVER_HOOKS = ("run_started", "episode_finished", "run_finished")
 
 @attrs.frozen
 class Registration:
-    """One registered component: what a ``type:`` name resolves to."""
+    """One registered component: what a ``type:`` name resolves to.
+
+    A plugin may register its factory and spec class as ``"module:attribute"`` strings: they are
+    imported the first time this registration is used, not when the plugin loads, so loading every
+    plugin (every ``agentsynth`` command does) imports none of their component modules."""
 
     kind: ComponentKind
     name: str
-    factory: Any  # a callable for components, a Path for packs
+    _factory: Any  # a callable for components, a Path for packs, or "module:attribute"
     plugin: str
     description: str = ""
-    spec_cls: type | None = None
+    _spec_cls: Any = None  # an attrs class, or "module:attribute"
+
+    @property
+    def factory(self) -> Any:
+        if self.kind == "pack" or not isinstance(self._factory, str):
+            return self._factory
+        factory = _resolve(self._factory, self)
+        if not callable(factory):
+            raise PluginError(f"plugin {self.plugin!r}: {self.kind} {self.name!r}: factory is not callable")
+        return factory
+
+    @property
+    def spec_cls(self) -> type | None:
+        spec_cls = _resolve(self._spec_cls, self) if isinstance(self._spec_cls, str) else self._spec_cls
+        if spec_cls is not None and not (isinstance(spec_cls, type) and attrs.has(spec_cls)):
+            raise PluginError(f"plugin {self.plugin!r}: {self.kind} {self.name!r}: spec_cls must be an attrs class")
+        return spec_cls
+
+
+_resolved: dict[str, Any] = {}
+
+
+def _resolve(ref: str, reg: Registration) -> Any:
+    """The object a registered ``"module:attribute"`` names, imported once."""
+    value = _resolved.get(ref)
+    if value is None:
+        import importlib
+
+        module, _, attribute = ref.partition(":")
+        try:
+            value = importlib.import_module(module)
+            for part in attribute.split("."):
+                value = getattr(value, part)
+        except Exception as exc:
+            raise PluginError(f"plugin {reg.plugin!r}: {reg.kind} {reg.name!r}: cannot import {ref!r}: "
+                              f"{type(exc).__name__}: {exc}") from exc
+        _resolved[ref] = value
+    return value
+
+
+def _is_ref(value: Any) -> bool:
+    module, sep, attribute = value.partition(":") if isinstance(value, str) else ("", "", "")
+    return bool(sep and module and attribute)
 
 
 @attrs.define
@@ -227,13 +273,13 @@ class PluginHost:
         entries = self.registry[kind]
 
         def register(
-            name: str, factory: Any, /, *, description: str = "", spec_cls: type | None = None
+            name: str, factory: Any, /, *, description: str = "", spec_cls: type | str | None = None
         ) -> None:
             if not isinstance(name, str) or not name:
                 raise PluginError(f"plugin {plugin_name!r}: {kind} name must be a non-empty string, got {name!r}")
-            if kind != "pack" and not callable(factory):
+            if kind != "pack" and not callable(factory) and not _is_ref(factory):
                 raise PluginError(f"plugin {plugin_name!r}: {kind} {name!r}: factory is not callable")
-            if spec_cls is not None and not attrs.has(spec_cls):
+            if spec_cls is not None and not _is_ref(spec_cls) and not (isinstance(spec_cls, type) and attrs.has(spec_cls)):
                 raise PluginError(f"plugin {plugin_name!r}: {kind} {name!r}: spec_cls must be an attrs class")
             existing = entries.get(name)
             if existing is not None:

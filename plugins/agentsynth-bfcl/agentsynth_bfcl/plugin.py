@@ -13,17 +13,13 @@ log = logging.getLogger(__name__)
 
 @hookimpl
 def register_environments(register: Any) -> None:
-    from .env import BfclEnvironment
-
-    register("bfcl", BfclEnvironment,
+    register("bfcl", "agentsynth_bfcl.env:BfclEnvironment",
              description="A BFCL item's functions as tools; calls are recorded and scored, never executed")
 
 
 @hookimpl
 def register_checkers(register: Any) -> None:
-    from .env import BfclAst
-
-    register("bfcl_ast", BfclAst,
+    register("bfcl_ast", "agentsynth_bfcl.env:BfclAst",
              description="BFCL's AST match of the calls made against the possible answers (any order for parallel)")
 
 

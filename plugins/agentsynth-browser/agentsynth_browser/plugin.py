@@ -12,19 +12,15 @@ PACKS = Path(__file__).parent / "packs"
 
 @hookimpl
 def register_environments(register: Any) -> None:
-    from .environment import BrowserEnvironment
-
-    register("browser", BrowserEnvironment,
+    register("browser", "agentsynth_browser.environment:BrowserEnvironment",
              description="Headless Chromium (Playwright), a fresh context per episode, optionally on a pack's web app")
 
 
 @hookimpl
 def register_checkers(register: Any) -> None:
-    from .checkers import AppDbChecker, PageChecker, UrlChecker
-
-    register("page", PageChecker, description="The final page's DOM: selector / text / regex / count / absent")
-    register("url", UrlChecker, description="The final URL: equals / path / contains / regex")
-    register("app_db", AppDbChecker, description="A SQL query on the browser world's app database equals 'expected'")
+    register("page", "agentsynth_browser.checkers:PageChecker", description="The final page's DOM: selector / text / regex / count / absent")
+    register("url", "agentsynth_browser.checkers:UrlChecker", description="The final URL: equals / path / contains / regex")
+    register("app_db", "agentsynth_browser.checkers:AppDbChecker", description="A SQL query on the browser world's app database equals 'expected'")
 
 
 @hookimpl

@@ -12,16 +12,13 @@ PACKS = Path(__file__).parent / "packs"
 
 @hookimpl
 def register_environments(register: Any) -> None:
-    from .env import CompositeEnvironment, CompositeSpec
-
-    register("composite", CompositeEnvironment, spec_cls=CompositeSpec,
+    register("composite", "agentsynth_composite.env:CompositeEnvironment", spec_cls="agentsynth_composite.env:CompositeSpec",
              description="One episode in several worlds at once: WORLD__TOOL tools, children set up in parallel")
 
 
 @hookimpl
 def register_checkers(register: Any) -> None:
     from .checkers import (
-        CompositeAnswerChecker,
         CompositeAnswerCheckSpec,
         CompositeChecker,
         CompositeCheckSpec,
@@ -29,7 +26,7 @@ def register_checkers(register: Any) -> None:
 
     register("composite", CompositeChecker, spec_cls=CompositeCheckSpec,
              description="Any world-state checker, run against one named world of a composite environment")
-    register("composite_answer", CompositeAnswerChecker, spec_cls=CompositeAnswerCheckSpec,
+    register("composite_answer", "agentsynth_composite.checkers:CompositeAnswerChecker", spec_cls=CompositeAnswerCheckSpec,
              description="Any answer checker that reads one named world of a composite environment")
 
 

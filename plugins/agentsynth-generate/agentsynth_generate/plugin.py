@@ -9,10 +9,7 @@ from agentsynth_kernel import hookimpl
 
 @hookimpl
 def register_generators(register: Any) -> None:
-    from .api import make_component
-    from .spec import GenerateSpec
-
-    register("generate", make_component, spec_cls=GenerateSpec,
+    register("generate", "agentsynth_generate.api:make_component", spec_cls="agentsynth_generate.spec:GenerateSpec",
              description="Trajectories from queries / a tool catalog / a world (single_agent, back, multi_agent, "
                          "code_execution), verified by format, execution, semantic and world stages")
 

@@ -16,19 +16,15 @@ PACKS = Path(__file__).parent / "packs"
 
 @hookimpl
 def register_environments(register: Any) -> None:
-    from .environment import McpEnvironment, McpSpec
-
-    register("mcp", McpEnvironment, spec_cls=McpSpec,
+    register("mcp", "agentsynth_mcp.environment:McpEnvironment", spec_cls="agentsynth_mcp.environment:McpSpec",
              description="Any MCP server (stdio command, or streamable HTTP / SSE url) as a world")
 
 
 @hookimpl
 def register_checkers(register: Any) -> None:
-    from .checkers import McpCall, McpFile, McpSql
-
-    register("mcp_call", McpCall, description="Call an MCP tool / read a resource at the end and compare the result")
-    register("mcp_file", McpFile, description="A file in the MCP world directory exists / has the expected content")
-    register("mcp_sql", McpSql, description="A query on an SQLite file in the MCP world directory returns the expected value")
+    register("mcp_call", "agentsynth_mcp.checkers:McpCall", description="Call an MCP tool / read a resource at the end and compare the result")
+    register("mcp_file", "agentsynth_mcp.checkers:McpFile", description="A file in the MCP world directory exists / has the expected content")
+    register("mcp_sql", "agentsynth_mcp.checkers:McpSql", description="A query on an SQLite file in the MCP world directory returns the expected value")
 
 
 @hookimpl

@@ -12,19 +12,15 @@ PACKS = Path(__file__).parent / "packs"
 
 @hookimpl
 def register_environments(register: Any) -> None:
-    from .env import RestEnvironment, RestEnvSpec
-
-    register("rest", RestEnvironment, spec_cls=RestEnvSpec,
+    register("rest", "agentsynth_rest.env:RestEnvironment", spec_cls="agentsynth_rest.env:RestEnvSpec",
              description="Any HTTP API from its OpenAPI 3.x document (a base URL, or an ASGI app started per episode)")
 
 
 @hookimpl
 def register_checkers(register: Any) -> None:
-    from .checkers import HttpChecker, RestDbChecker
-
-    register("http", HttpChecker,
+    register("http", "agentsynth_rest.checkers:HttpChecker",
              description="A request of the checker's own; its status / JSON value (JSON path) equals, contains, matches")
-    register("rest_db", RestDbChecker,
+    register("rest_db", "agentsynth_rest.checkers:RestDbChecker",
              description="A SELECT on the app's SQLite file, read directly from the world directory")
 
 
