@@ -63,7 +63,7 @@ PUBLIC: dict[str, tuple[str, ...]] = {
     "spec": (
         "SPLITS", "Bounds", "Budget", "ComponentSpec", "InvalidValue", "Pack", "RunSpec", "Task", "UserSpec", "build",
         "check_component", "check_pack", "content_hash", "load_pack", "load_run_spec", "located", "parse_component",
-        "read_yaml", "resolve_pack", "select_tasks", "structure", "unstructure",
+        "read_yaml", "resolve_pack", "resolve_run", "select_tasks", "structure", "unstructure",
     ),
     "stats": ("paired_sign_test", "pass_at_k", "pass_hat_k", "verifiable_gate", "wilson_interval"),
     "store": ("STORE_FILE", "RunStore"),
@@ -513,6 +513,9 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_public_api.py
     )
     from .spec import (
         resolve_pack as resolve_pack,
+    )
+    from .spec import (
+        resolve_run as resolve_run,
     )
     from .spec import (
         select_tasks as select_tasks,

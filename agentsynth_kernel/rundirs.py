@@ -28,7 +28,7 @@ def load_stored_spec(run_dir: Path) -> tuple[Any, Any, Path | None]:
     """
     from .plugins import get_host
     from .secrets import has_redacted
-    from .spec import RunSpec, load_run_spec, resolve_pack, structure
+    from .spec import RunSpec, load_run_spec, resolve_run, structure
     from .store import STORE_FILE
 
     store = open_run(run_dir)
@@ -53,7 +53,7 @@ def load_stored_spec(run_dir: Path) -> tuple[Any, Any, Path | None]:
     label = f"{run_dir / STORE_FILE} (stored spec)"
     spec = structure(data, RunSpec, source=label)
     try:
-        pack = resolve_pack(spec, base_dir=base_dir, source=source, host=get_host())
+        spec, pack = resolve_run(spec, base_dir=base_dir, source=source, host=get_host())
     except SpecError as exc:
         raise SpecError(label, exc.messages) from None
     return spec, pack, spec_path

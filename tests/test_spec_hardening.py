@@ -322,6 +322,23 @@ def _named_pack(write: Any, host: Any) -> None:
     host.add_plugin(Shipper(), "kvpack-plugin")
 
 
+def test_resolving_a_run_leaves_the_given_spec_as_it_was(write, host):
+    """resolve_run hands back a finished copy (code files absolute); a spec a caller holds, reuses or
+    compares is never changed under it."""
+    from agentsynth_kernel import RunSpec, resolve_pack, resolve_run, structure
+
+    _named_pack(write, host)
+    write("project/agent.py", AGENT)
+    path = write("project/spec.yaml", "pack: kvpack\npolicy: {type: callable, function: 'agent.py:act'}\n")
+    given = structure({"pack": "kvpack", "policy": {"type": "callable", "function": "agent.py:act"}}, RunSpec,
+                      source=str(path))
+    finished, pack = resolve_run(given, base_dir=path.parent, source=str(path), host=host)
+    assert given.policy.params["function"] == "agent.py:act"
+    assert finished.policy.params["function"] == f"{path.parent / 'agent.py'}:act" and finished is not given
+    assert resolve_pack(given, base_dir=path.parent, source=str(path), host=host).id == pack.id == "kvpack"
+    assert given.policy.params["function"] == "agent.py:act"
+
+
 @pytest.mark.parametrize("function", ["act", "act_async"])
 def test_callable_with_a_named_pack_finds_its_file_from_the_spec_and_returns_dicts(write, host, function):
     _named_pack(write, host)

@@ -228,7 +228,7 @@ def render_compare(a: dict[str, Any], b: dict[str, Any], comp: dict[str, Any], n
 def _run_one(policy: Any, options: dict[str, Any], run_dir: Path | None, quiet: bool) -> tuple[Any, dict[str, Any]]:
     from ..plugins import get_host
     from ..report import summarize
-    from ..spec import Budget, RunSpec, resolve_pack
+    from ..spec import Budget, RunSpec, resolve_run
     from ._runner import execute_with_progress
 
     budget = Budget(usd=options["budget_usd"]) if options["budget_usd"] is not None else Budget()
@@ -236,7 +236,7 @@ def _run_one(policy: Any, options: dict[str, Any], run_dir: Path | None, quiet: 
                    trials=options["trials"], seed=options["seed"], concurrency=options["concurrency"],
                    timeout=options["timeout"], max_steps=options["max_steps"], budget=budget,
                    executor=options.get("executor"))
-    pack = resolve_pack(spec, base_dir=Path.cwd(), source="bench", host=get_host())
+    spec, pack = resolve_run(spec, base_dir=Path.cwd(), source="bench", host=get_host())
     run = execute_with_progress(spec, pack, run_dir=run_dir, quiet=quiet)
     summary = summarize(run)
     if run_dir is not None:
@@ -313,7 +313,7 @@ def bench(ctx: click.Context, pack: str, policy: str | None, compare: tuple[str,
                "executor": parse_policy(executor, option="--executor") if executor else None}
     quiet_tables = quiet or json_path == "-"
     if hub_url:
-        os.environ["AGENTSYNTH_HUB_URL"] = hub_url  # read by spec.resolve_pack (also by resume and verify)
+        os.environ["AGENTSYNTH_HUB_URL"] = hub_url  # read by spec.resolve_run (also by resume and verify)
     if submit_url is not None:
         from ..plugins import get_host
 

@@ -42,6 +42,7 @@ from .packs import (
     load_run_spec,
     located,
     resolve_pack,
+    resolve_run,
     run_settings_problems,
     select_tasks,
 )
@@ -55,5 +56,5 @@ __all__ = [
     "MAX_VALUES", "SPLITS", "Bounds", "Budget", "ComponentSpec", "InvalidValue", "Pack", "RunSpec", "Task", "UserSpec",
     "absolute_code_refs", "build", "check_component", "check_pack", "check_shape", "content_hash", "converter",
     "expand_variables", "load_pack", "load_run_spec", "located", "parse_component", "read_spec_yaml", "read_yaml",
-    "resolve_pack", "run_settings_problems", "select_tasks", "structure", "unstructure",
+    "resolve_pack", "resolve_run", "run_settings_problems", "select_tasks", "structure", "unstructure",
 ]

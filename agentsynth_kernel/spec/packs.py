@@ -155,12 +155,19 @@ def load_run_spec(path: str | Path, *, host: PluginHost | None = None, overrides
     data.update(overrides or {})
     if "generate" in data:  # a generation spec needs no policy of its own
         data.setdefault("policy", "noop")
-    spec = structure(data, RunSpec, source=source)
-    return spec, resolve_pack(spec, base_dir=path.parent, source=source, host=host)
+    return resolve_run(structure(data, RunSpec, source=source), base_dir=path.parent, source=source, host=host)
 
 
 def resolve_pack(spec: RunSpec, *, base_dir: Path, source: str, host: PluginHost) -> Pack:
-    """The pack a run spec selects, with every component name checked."""
+    """The pack a run spec selects, with every component name checked (see :func:`resolve_run`
+    for the spec as a run uses it)."""
+    return resolve_run(spec, base_dir=base_dir, source=source, host=host)[1]
+
+
+def resolve_run(spec: RunSpec, *, base_dir: Path, source: str, host: PluginHost) -> tuple[RunSpec, Pack]:
+    """The run spec as a run uses it, and the pack it selects, with every component name checked.
+    The returned spec is a new one (``spec`` is not changed): its policy's and judge's code files
+    are absolute, found from ``base_dir`` (the spec's folder), wherever the pack lives."""
     problems: list[str] = []
     # a generation spec may need no pack at all (a text domain's challenger loop): an empty one
     packless = spec.generate is not None and spec.pack is None and spec.tasks is None
@@ -214,12 +221,9 @@ def resolve_pack(spec: RunSpec, *, base_dir: Path, source: str, host: PluginHost
     if problems:
         raise SpecError(source, problems)
     # The policy and judge were named by this spec (or the command line): their code files are
-    # found from its folder, wherever the pack lives; the loader finishes the spec as it does a Pack.
-    for field in ("policy", "judge"):
-        cspec = getattr(spec, field)
-        if cspec is not None:
-            object.__setattr__(spec, field, absolute_code_refs(field, cspec, base_dir, host))
-    return pack
+    # found from its folder, wherever the pack lives.
+    judge = absolute_code_refs("judge", spec.judge, base_dir, host) if spec.judge is not None else None
+    return attrs.evolve(spec, policy=absolute_code_refs("policy", spec.policy, base_dir, host), judge=judge), pack
 
 
 

@@ -30,7 +30,7 @@ def _source(ref: str) -> tuple[Any, Any, Path, Any]:
     """(pack, run spec or None, base dir, the spec's ``generate:`` or None): SOURCE is a pack (name,
     directory, pack.yaml) or a run spec. A run spec may carry ``generate: {type: NAME, ...}``; it is
     taken out here (the kernel's run spec schema has no such key yet)."""
-    from agentsynth_kernel import RunSpec, get_host, load_pack, read_yaml, resolve_pack, structure
+    from agentsynth_kernel import RunSpec, get_host, load_pack, read_yaml, resolve_run, structure
 
     path = Path(ref)
     if path.is_file() and path.suffix in (".yaml", ".yml") and path.name != "pack.yaml":
@@ -40,7 +40,7 @@ def _source(ref: str) -> tuple[Any, Any, Path, Any]:
             generate = data.pop("generate", None)
             data.setdefault("policy", "noop")
             spec = structure(data, RunSpec, source=str(path))
-            pack = resolve_pack(spec, base_dir=path.parent, source=str(path), host=get_host())
+            spec, pack = resolve_run(spec, base_dir=path.parent, source=str(path), host=get_host())
             return pack, spec, path.parent.resolve(), generate
     pack = load_pack(ref)
     return pack, None, Path.cwd(), None
