@@ -134,3 +134,18 @@ def test_a_world_no_plugin_handles_is_named(host, cli, write, tmp_path):
     code, _out, err = cli("pack", "new", "kvpack", "--from-demo", str(path), "-o", "made")
     assert code != 0 and "no installed plugin writes checks from a demonstration in a 'kv' world" in err
     assert not (tmp_path / "made").exists()
+
+
+def test_a_world_that_blocks_is_stopped_by_the_timeout_not_waited_for(write):
+    """The world's sync methods run on a worker thread (as in an episode), so a step that blocks
+    does not hold the event loop and the demonstration's timeout ends it."""
+    import asyncio
+    import time
+
+    from agentsynth_kernel import AgentsynthError, get_host
+
+    path = demo(write, [{"tool": "sleep", "arguments": {"seconds": 20}}, SET_B])
+    started = time.monotonic()
+    with pytest.raises(AgentsynthError, match="did not finish within 0.5s"):
+        asyncio.run(pack_demo.play(pack_demo.load_demo(path, host=get_host()), host=get_host(), timeout=0.5))
+    assert time.monotonic() - started < 15  # not the 20 s the world sleeps

@@ -42,11 +42,11 @@ from .. import (
     EpisodeConfig,
     SpecError,
     Step,
+    SyncWorker,
     Task,
     ToolCall,
     Trajectory,
     build,
-    call,
     check_component,
     did_you_mean,
     get_host,
@@ -246,6 +246,10 @@ async def _play(demo: Demo, host: Any) -> tuple[dict[str, Any], Any]:
         env = build("environment", demo.environment, host=host, base_dir=demo.base_dir, task=demo.task)
     except Exception as exc:  # a world that cannot be built is the demonstration's error, named
         raise AgentsynthError(f"{demo.source}: environment {kind!r}: {_why(exc)}") from None
+    # the world's sync methods and the hook run on a worker thread, as in an episode: one that
+    # blocks cannot hold the event loop, so play()'s timeout still ends the demonstration
+    worker = SyncWorker()
+    call = worker.call
     try:
         try:
             await call(env.reset, demo.seed)
@@ -274,7 +278,7 @@ async def _play(demo: Demo, host: Any) -> tuple[dict[str, Any], Any]:
         result = None
         if hook is not None:
             try:
-                result = hook(environment=kind, world=env, trajectory=traj)
+                result = await call(lambda: hook(environment=kind, world=env, trajectory=traj))
             except ValueError as exc:  # a change the world's plugin cannot check: its message says which
                 raise AgentsynthError(f"{demo.source}: {exc}") from None
             except Exception as exc:  # a plugin's bug: named, not a traceback
@@ -284,10 +288,11 @@ async def _play(demo: Demo, host: Any) -> tuple[dict[str, Any], Any]:
                                   f"{kind!r} world (the {HOOK} hook)")
         return _checked_result(result, demo.source, kind), traj
     finally:
-        try:
-            await call(env.close)
-        except Exception:  # a failing close does not change what the demonstration did
+        try:  # after a timeout the worker may still be stuck in the world: do not wait for it long
+            await asyncio.wait_for(call(env.close), timeout=5)
+        except (Exception, asyncio.CancelledError):  # a failing close does not change what the demonstration did
             pass
+        worker.stop()
 
 
 def _why(exc: BaseException) -> str:
