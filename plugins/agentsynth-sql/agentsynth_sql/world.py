@@ -577,10 +577,19 @@ class AllowedChanges:
                 keys = where_cache.get((ch.table, side))
                 if keys is None and side == "start" and start_cache is not None:
                     keys = start_cache.get((ch.table, rule.where))
-                if keys is None:
-                    conn = end_conn if side == "end" else start_conn()
-                    keys = where_cache[(ch.table, side)] = _matching_keys(conn, ch.table, rule.where)
-                    if side == "start" and start_cache is not None:
+                if keys is None and side == "end":
+                    try:
+                        keys = _matching_keys(end_conn, ch.table, rule.where)
+                    except sqlite3.DatabaseError as exc:
+                        if "interrupt" in str(exc):  # the checks' budget: reported as such
+                            raise
+                        # the agent's rows make the rule fail (malformed JSON, an overflow ...): it allows none
+                        # of them; a crash would be the checker's error, an episode left unscored
+                        keys = set()
+                    where_cache[(ch.table, side)] = keys
+                if keys is None:  # on the start state (evaluated there once at reset: it runs)
+                    keys = where_cache[(ch.table, side)] = _matching_keys(start_conn(), ch.table, rule.where)
+                    if start_cache is not None:
                         start_cache[(ch.table, rule.where)] = keys
                 ok = ch.key in keys
             if not ok:
@@ -591,7 +600,9 @@ class AllowedChanges:
 def _matching_keys(conn: sqlite3.Connection, table: str, where: str) -> set[Any]:
     try:
         return {r[0] for r in conn.execute(f"SELECT rowid FROM {quote(table)} WHERE {where}")}
-    except sqlite3.OperationalError:
+    except sqlite3.OperationalError as exc:  # WITHOUT ROWID: key by the primary key
+        if "rowid" not in str(exc):
+            raise
         info = conn.execute(f"PRAGMA table_info({quote(table)})").fetchall()
         pk = [c[1] for c in info if c[5]]
         cols = ", ".join(quote(c) for c in pk)

@@ -372,6 +372,33 @@ def test_text_that_is_not_utf8_is_keyed_alike_by_the_diff_and_the_rules():
     assert [c.key for c in env.changes()] == [("\ufffd", "x")]
 
 
+@pytest.mark.parametrize("ddl_first", [False, True], ids=["live", "copy"])
+@pytest.mark.parametrize(("where", "plant"), [
+    ("CASE WHEN id > 2 THEN json_extract(body, '$.ok') = 1 END", "INSERT INTO notes (body) VALUES ('{not json')"),
+    ("abs(id) > 0", "INSERT INTO notes (id, body) VALUES (-9223372036854775808, 'x')"),
+    ("length(printf('%.*c', id, 'x')) > 0", "INSERT INTO notes (id, body) VALUES (2000000000, 'x')"),
+    ("CASE WHEN owner LIKE '{%' THEN json_extract(owner, '$') IS NULL ELSE tag LIKE 'v%' END",
+     "INSERT INTO tags VALUES ('{', 'vip')"),  # a WITHOUT ROWID table
+])
+def test_rows_that_make_an_allowed_changes_rule_fail_are_not_allowed_and_crash_nothing(where, plant, ddl_first):
+    """A rule's ``where`` runs on the end state for inserts. Rows the agent made so that it raises
+    (malformed JSON, an integer overflow, a value too big) would crash every collateral check, an
+    errored episode left out of pass rates and rewards: the rule allows none of them instead."""
+    table = "tags" if "owner" in where else "notes"
+    env = make(allowed_changes={table: {"insert": True, "where": where}})
+    if ddl_first:
+        x(env, "CREATE TEMP TABLE scratch (a)")
+    good = "INSERT INTO tags VALUES ('cy', 'vip')" if table == "tags" else "INSERT INTO notes (body) VALUES ('{\"ok\": 1}')"
+    assert not x(env, good).error
+    assert NoCollateral().evaluate(env, T).passed  # the rule allows a good row
+    obs = x(env, plant)
+    assert not obs.error, obs.content
+    verdicts = [NoCollateral().evaluate(env, T), SqlChecker("SELECT count(*) FROM accounts", 4).evaluate(env, T)]
+    assert [v.passed for v in verdicts] == [False, False]
+    assert all(c["table"] == table and c["op"] == "insert" for c in verdicts[0].data["unexpected"])
+    reads_truth(env, live=not ddl_first)
+
+
 UTF8_PACK = """
 id: bad-text
 environment:
