@@ -699,7 +699,7 @@ class Process:
         if died and self.proc.returncode == 128 + signal.SIGKILL:
             self.oom = container.oom_killed(self.runtime, str(self.container))
         # synchronous: removing off the reset path (a background thread) saved ~0.4 s per reset but
-        # left containers behind under load in the exploit kit (not understood yet)
+        # left containers behind under load in the exploit kit (not understood: that code is gone)
         self._remove_and_forget()
         shutil.rmtree(self._piddir, ignore_errors=True)
         with _lock:
@@ -723,21 +723,6 @@ class Process:
         except (OSError, subprocess.TimeoutExpired):
             return
         container.unregister(self.runtime, str(self.container))
-
-
-_REMOVER: Any = None
-
-
-def _removals() -> Any:
-    """One thread that removes dead containers off the reset path (``rm -f`` takes ~0.3 s); a
-    container stays registered with the reaper until it is removed."""
-    global _REMOVER
-    from concurrent.futures import ThreadPoolExecutor
-
-    with _lock:
-        if _REMOVER is None:
-            _REMOVER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agentsynth-python-remover")
-        return _REMOVER
 
 
 def _done_starting() -> None:
@@ -780,7 +765,6 @@ def leaked_containers() -> list[str]:
     """Containers of killed sandboxes that still exist (there must be none)."""
     from . import container
 
-    _removals().submit(lambda: None).result()  # the removals queued before this are done
     with _lock:
         closed = dict(_closed_containers)
     left: list[str] = []
