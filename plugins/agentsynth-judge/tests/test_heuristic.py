@@ -218,7 +218,7 @@ def test_a_state_found_must_be_shown_by_a_call():
     unseen = judge.score(sql_traj(instruction, ("sql_query", "SELECT 1", "1"),
                                   answer="Order 1002 was already refunded."), [])
     for r in (other, unseen):
-        assert not r.passed and "'refunded'" in r.rationale
+        assert not r.passed and "'refunded' but no call showed it" in r.rationale
 
 
 def test_restating_is_not_answering():
