@@ -411,16 +411,20 @@ class SqlEnvironment:
             self.settle()
             snap = self.snapshot
             marks = self._marks()
+            # one value a check makes is capped at the memory a check may use (the agent's values always
+            # fit): a value built in one VM step (replace(), a long group_concat) would otherwise reach
+            # SQLite's 1 GB before the budget's next look
+            cap = max(self.spec.statement_memory, self.spec.max_value_bytes)
             if marks == self._start_marks:
                 self._end, self._end_owned, self._end_catalog = pristine(snap), False, snap.catalog
             elif not (self.sandbox.schema_touched or self.sandbox.analyzed or self.conn.in_transaction):
                 self.conn.execute("PRAGMA query_only = ON")
-                # a checker reads values as a fresh connection would (the agent's cap is per value it makes)
-                self._agent_length = self.conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, 2**31 - 1)
+                self._agent_length = self.conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, cap)  # the agent's: lifted
                 self._end, self._end_owned, self._end_live = self.conn, False, True
                 self._end_catalog = snap.catalog
             else:
                 end = end_copy(self.conn.serialize(name="main"))
+                end.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, cap)
                 self._end, self._end_owned = end, True
                 if marks[1] == self._start_marks[1]:  # the schema cookie moves on every DDL: same objects
                     self._end_catalog = snap.catalog

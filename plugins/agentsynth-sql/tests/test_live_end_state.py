@@ -30,7 +30,6 @@ from agentsynth_sql.checkers import NoCollateral, SqlChecker
 from agentsynth_sql.env import SqlEnvironment, SqlEnvSpec
 from agentsynth_sql.world import (
     SCHEMA_OPS,
-    CheckBudgetExceeded,
     catalog,
     diff_states,
     list_tables,
@@ -376,7 +375,7 @@ def test_text_that_is_not_utf8_is_keyed_alike_by_the_diff_and_the_rules():
 @pytest.mark.parametrize(("where", "plant"), [
     ("CASE WHEN id > 2 THEN json_extract(body, '$.ok') = 1 END", "INSERT INTO notes (body) VALUES ('{not json')"),
     ("abs(id) > 0", "INSERT INTO notes (id, body) VALUES (-9223372036854775808, 'x')"),
-    ("length(printf('%.*c', id, 'x')) > 0", "INSERT INTO notes (id, body) VALUES (2000000000, 'x')"),
+    ("length(replace(body, 'x', body)) > 0", "INSERT INTO notes (body) VALUES (printf('%.900000c', 'x'))"),
     ("CASE WHEN owner LIKE '{%' THEN json_extract(owner, '$') IS NULL ELSE tag LIKE 'v%' END",
      "INSERT INTO tags VALUES ('{', 'vip')"),  # a WITHOUT ROWID table
 ])
@@ -559,19 +558,30 @@ def test_writes_a_world_trigger_makes_reach_the_diff():
 # --- memory and time in a live check ----------------------------------------------------------------------
 
 
-def test_a_live_check_over_big_values_stays_in_its_memory_budget():
-    """The checks lift the agent's value cap; what bounds them then is the statement memory budget."""
-    env = make(max_value_bytes=20_000, statement_memory=16 * 2**20, max_db_bytes=64 * 2**20)
-    for _ in range(20):
+@pytest.mark.parametrize("ddl_first", [False, True], ids=["live", "copy"])
+def test_a_check_over_big_values_stays_in_its_memory(ddl_first):
+    """The checks lift the agent's value cap, to the memory a check may use: a value the checks build
+    past it fails the checker at once (a value is built in one VM step, between two looks of the budget:
+    replace(body, 'x', body) on the agent's 900 KB of 'x' would take 1 GB, the SQLite maximum)."""
+    env = make(max_value_bytes=1_000_000, statement_memory=32 * 2**20, max_db_bytes=64 * 2**20)
+    if ddl_first:
+        x(env, "CREATE TEMP TABLE scratch (a)")
+    for _ in range(10):
         obs = x(env, "INSERT INTO notes (owner, body) WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL "
                      "SELECT n + 1 FROM r LIMIT 100) SELECT NULL, printf('%.10000c', 'x') FROM r")
         assert not obs.error, obs.content
-    assert env.end_state() is env.conn
-    with pytest.raises(CheckBudgetExceeded, match="memory budget"):
-        env.query("SELECT length(group_concat(body, '')) FROM notes, (SELECT 1 UNION ALL SELECT 2)")
+    assert not x(env, "INSERT INTO notes (owner, body) VALUES (NULL, printf('%.900000c', 'x'))").error
+    end = env.end_state()
+    assert (end is env.conn) is not ddl_first
+    assert end.getlimit(sqlite3.SQLITE_LIMIT_LENGTH) == 32 * 2**20
+    assert env.query("SELECT length(group_concat(body, '')) FROM notes") == [(10_900_004,)]  # over the agent's cap
+    for sql in ("SELECT max(length(replace(body, 'x', body))) FROM notes",
+                "SELECT length(group_concat(body, '')) FROM notes, (SELECT 1 UNION SELECT 2 UNION SELECT 3 UNION SELECT 4)"):
+        verdict = SqlChecker(sql, 1, collateral=False).evaluate(env, T)
+        assert not verdict.passed and ("too big" in verdict.detail or "memory budget" in verdict.detail), verdict.detail
     x(env, "UPDATE accounts SET balance = 1 WHERE id = 3")
     agent_rules_back(env)
-    assert "too big" in q(env, "SELECT randomblob(30000)").content
+    assert "too big" in q(env, "SELECT randomblob(1000001)").content
 
 
 # --- a policy that tries everything, with a check after every few steps --------------------------------
