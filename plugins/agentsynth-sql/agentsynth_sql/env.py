@@ -512,9 +512,18 @@ class SqlEnvironment:
         # Same objects: only the tables the agent wrote (and their FK dependents) can differ.
         tables = list_tables(conn) if full else sorted(snap.affected(self.sandbox.written) & set(snap.tables))
         start, end, cols = {}, {}, {}
+        unreadable: list[Change] = []
         for table in tables:
             known = snap.state.get(table, {})
-            rows, pk = scan(conn, table, limit=len(known) + self.spec.max_changes + 1)
+            try:
+                rows, pk = scan(conn, table, limit=len(known) + self.spec.max_changes + 1)
+            except sqlite3.DatabaseError as exc:
+                if "interrupt" in str(exc):  # the checks' budget
+                    raise
+                # a virtual table whose shadow tables the agent wrote (fts, rtree) may no longer read: that
+                # is collateral damage, not a crash of the check (a checker's error: the episode unscored)
+                unreadable.append(Change(table, "unreadable_table", after={"error": str(exc)}))
+                continue
             if len(rows) > len(known) + self.spec.max_changes:
                 count = conn.execute(f"SELECT count(*) FROM {quote(table)}").fetchone()[0]
                 raise CheckBudgetExceeded(self._size_note(
@@ -540,7 +549,7 @@ class SqlEnvironment:
         if len(changes) > self.spec.max_changes:
             raise CheckBudgetExceeded(self._size_note(
                 f"the collateral diff stopped: more than max_changes={self.spec.max_changes:,} row changes"))
-        return schema + changes
+        return schema + unreadable + changes
 
     def unexpected_changes(self) -> list[Change]:
         """The changes ``allowed_changes`` does not cover: collateral damage."""

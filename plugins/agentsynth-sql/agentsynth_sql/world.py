@@ -426,7 +426,7 @@ class Change:
     """One row-level difference between two world states."""
 
     table: str
-    op: str  # insert / update / delete / create_table / drop_table
+    op: str  # insert / update / delete / create_table / drop_table / unreadable_table (or one of SCHEMA_OPS)
     key: Any = None
     columns: tuple[str, ...] = ()
     before: dict[str, Any] | None = None
@@ -435,6 +435,8 @@ class Change:
     def describe(self, limit: int = 6) -> str:
         if self.op in ("create_table", "drop_table"):
             return f"{self.op.replace('_', ' ')} {self.table}"
+        if self.op == "unreadable_table":
+            return f"table {self.table} no longer reads: {(self.after or {}).get('error')}"
         if self.op in SCHEMA_OPS:
             sql = (self.after or self.before or {}).get("sql") or ""
             sql = " ".join(sql.split())
@@ -560,7 +562,7 @@ class AllowedChanges:
         where_cache: dict[tuple[str, str], set[Any]] = {}
         for ch in changes:
             rule = self.rules.get(ch.table)
-            structural = ch.op in ("create_table", "drop_table") or ch.op in SCHEMA_OPS
+            structural = ch.op in ("create_table", "drop_table", "unreadable_table") or ch.op in SCHEMA_OPS
             if rule is None or (structural and rule != ANYTHING):
                 bad.append(ch)
                 continue

@@ -449,6 +449,20 @@ def test_an_open_transaction_never_reaches_a_live_check(script):
     reads_truth(env, live=True)
 
 
+def test_a_commit_refused_by_a_deferred_foreign_key_leaves_nothing_for_a_live_check():
+    schema = SCHEMA + "CREATE TABLE refs (id INTEGER PRIMARY KEY, account_id REFERENCES accounts(id) DEFERRABLE INITIALLY DEFERRED);"
+    env = SqlEnvironment(SqlEnvSpec(schema=schema, seed=SEED, allowed_changes={"*": "*"}))
+    env.start(0)
+    x(env, "UPDATE accounts SET balance = 11 WHERE id = 3")
+    x(env, "BEGIN")
+    assert not x(env, "INSERT INTO refs VALUES (1, 99)").error  # checked at COMMIT
+    refused = x(env, "COMMIT")
+    assert refused.error and "FOREIGN KEY" in refused.content
+    assert env.conn is not None and env.conn.in_transaction  # still open after the refused COMMIT
+    truth = reads_truth(env, live=True)
+    assert truth.execute("SELECT count(*) FROM refs").fetchone() == (0,)
+
+
 def test_a_statement_cut_at_the_row_limit_is_not_left_running():
     env = make(row_limit=2)
     x(env, "UPDATE accounts SET balance = balance + 1 RETURNING id")  # four rows written, two shown
@@ -553,6 +567,60 @@ def test_writes_a_world_trigger_makes_reach_the_diff():
     reads_truth(env, live=True)
     unexpected = {(c.table, c.op) for c in env.unexpected_changes()}
     assert unexpected == {("audit", "insert"), ("orders", "update")}
+
+
+VTAB_SCHEMA = """
+CREATE TABLE accounts (id INTEGER PRIMARY KEY, owner TEXT);
+CREATE VIRTUAL TABLE docs USING fts4(body);
+CREATE VIRTUAL TABLE boxes USING rtree(id, x0, x1);
+"""
+VTAB_SEED = "INSERT INTO accounts VALUES (1, 'ann'); INSERT INTO docs VALUES ('hello'); INSERT INTO boxes VALUES (1, 0, 1);"
+
+
+@pytest.mark.parametrize("write", [
+    "INSERT INTO docs VALUES ('bye')", "DELETE FROM docs", "INSERT INTO boxes VALUES (2, 0, 5)",
+    "INSERT INTO docs(docs) VALUES ('optimize')",
+])
+def test_writes_through_a_worlds_virtual_tables_reach_the_diff(write):
+    env = SqlEnvironment(SqlEnvSpec(schema=VTAB_SCHEMA, seed=VTAB_SEED, allowed_changes={"accounts": "*"}))
+    env.start(0)
+    x(env, "UPDATE accounts SET owner = 'ANN'")
+    obs = x(env, write)
+    assert env.end_state() is env.conn
+    got = {c.describe() for c in env.changes()}
+    assert got == true_changes(env, fresh(env))
+    assert NoCollateral().evaluate(env, T).passed is (obs.error or got == {"update accounts row 1: owner: 'ann' -> 'ANN'"})
+
+
+def test_a_shadow_table_written_directly_is_seen_through_it():
+    env = SqlEnvironment(SqlEnvSpec(schema=VTAB_SCHEMA, seed=VTAB_SEED, allowed_changes={"docs": "*"}))
+    env.start(0)
+    assert not x(env, "UPDATE docs_content SET c0body = 'forged'").error
+    assert {c.describe() for c in env.changes()} == {"update docs_content row 1: c0body: 'hello' -> 'forged'"}
+    verdict = NoCollateral().evaluate(env, T)  # the table the agent wrote is reported (not only the one it feeds)
+    assert not verdict.passed and "docs_content" in verdict.detail
+
+
+@pytest.mark.parametrize("ddl_first", [False, True], ids=["live", "copy"])
+@pytest.mark.parametrize("corrupt", ["DELETE FROM boxes_node", "UPDATE boxes_node SET data = x'00'"])
+def test_a_virtual_table_the_agent_broke_is_collateral_and_crashes_nothing(corrupt, ddl_first):
+    """Writing a virtual table's shadow tables directly can leave it unreadable ("undersize RTree
+    blobs"): a diff scanning it (after DDL, or in a world with triggers) crashed, a checker's error and
+    the episode unscored. It is reported as a change no rule but '*' allows."""
+    env = SqlEnvironment(SqlEnvSpec(schema=VTAB_SCHEMA, seed=VTAB_SEED, allowed_changes={"accounts": "*"}))
+    env.start(0)
+    if ddl_first:
+        x(env, "CREATE TEMP TABLE scratch (a)")
+    assert not x(env, corrupt).error
+    with pytest.raises(sqlite3.DatabaseError):
+        fresh(env).execute("SELECT * FROM boxes").fetchall()
+    verdicts = [NoCollateral().evaluate(env, T), SqlChecker("SELECT count(*) FROM boxes", 1).evaluate(env, T)]
+    assert [v.passed for v in verdicts] == [False, False]
+    ops = {(c.table, c.op) for c in env.unexpected_changes()}
+    assert ("boxes_node", "update" if "UPDATE" in corrupt else "delete") in ops
+    assert (("boxes", "unreadable_table") in ops) is ddl_first  # only a full diff reads the virtual table itself
+    if ddl_first:
+        assert "table boxes no longer reads: undersize RTree blobs" in verdicts[0].detail
 
 
 # --- memory and time in a live check ----------------------------------------------------------------------
