@@ -28,14 +28,17 @@ import asyncio
 import contextlib
 import functools
 import hashlib
+import importlib
 import ipaddress
 import json
 import os
 import re
 import shutil
 import ssl
+import sys
 import tempfile
 import urllib.parse
+import zlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -213,6 +216,7 @@ class RestEnvironment:
         else:
             assert s.base_url is not None
             self.base_url = s.base_url.rstrip("/")
+        await _load_http_backend()
         self.client = self._client()
         self.doc, ops = await self._document()
         self.ops = {op.tool: op for op in ops}
@@ -315,7 +319,8 @@ class RestEnvironment:
         import httpx
 
         timeout = httpx.Timeout(self.spec.call_seconds, connect=min(5.0, self.spec.call_seconds))
-        headers = {"user-agent": "agentsynth-rest", **self.spec.headers, **self.auth_headers}
+        headers = {"user-agent": "agentsynth-rest", "accept-encoding": ACCEPT_ENCODING, **self.spec.headers,
+                   **self.auth_headers}
         return httpx.AsyncClient(base_url=self.base_url, headers=headers, timeout=timeout, trust_env=False,
                                  follow_redirects=False, limits=httpx.Limits(max_connections=8), verify=_ssl_context())
 
@@ -433,6 +438,15 @@ class RestEnvironment:
         return self._client()
 
 
+async def _load_http_backend() -> None:
+    """httpcore loads anyio's asyncio backend on a process's first request (~0.3 s of CPU, seconds
+    on a busy machine): loaded here, at reset and off the loop, it is not charged to the agent's
+    first call, whose deadline (``call_seconds``) it could exceed."""
+    if "anyio._backends._asyncio" not in sys.modules:
+        with contextlib.suppress(ImportError):
+            await asyncio.to_thread(importlib.import_module, "anyio._backends._asyncio")
+
+
 @functools.cache
 def _ssl_context() -> ssl.SSLContext:
     """One verifying TLS context per process: httpx builds (and loads the CA bundle into) a new one
@@ -454,16 +468,64 @@ def _with_seed(value: Any, seed: int) -> Any:
     return value
 
 
+# what the client asks for: the encodings _read_capped inflates only up to the cap (httpx would
+# also ask for br and zstd when their packages are installed, and inflate those unbounded)
+ACCEPT_ENCODING = "gzip, deflate"
+
+
+class _Inflater:
+    """gzip or deflate inflated at most ``room`` bytes at a time (zlib's ``max_length``): what is
+    past the cap is never decompressed. httpx inflates every wire chunk whole, so a 50 KB gzip
+    bomb cost 50 MB of memory and ~0.2 s of CPU, which under load ran past ``call_seconds``."""
+
+    def __init__(self, encoding: str) -> None:
+        self.encoding = encoding
+        self.zlib = zlib.decompressobj(zlib.MAX_WBITS | 16 if encoding in ("gzip", "x-gzip") else zlib.MAX_WBITS)
+        self.started = False
+
+    def feed(self, data: bytes, room: int) -> bytes:
+        try:
+            out = self.zlib.decompress(data, room)
+        except zlib.error:
+            if self.encoding != "deflate" or self.started:
+                raise
+            self.zlib = zlib.decompressobj(-zlib.MAX_WBITS)  # raw deflate, without the zlib header
+            out = self.zlib.decompress(data, room)
+        self.started = True
+        return out
+
+    def flush(self) -> bytes:
+        """The end of the stream (every input byte was consumed below the cap: little is left)."""
+        return self.zlib.flush()
+
+
 async def _read_capped(response: httpx.Response, limit: int) -> tuple[bytes, bool]:
-    """At most ``limit`` bytes of the (decoded) body; True when there was more (not read)."""
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in response.aiter_bytes():
-        chunks.append(chunk)
-        size += len(chunk)
-        if size > limit:
-            return b"".join(chunks)[:limit], True
-    return b"".join(chunks), False
+    """At most ``limit`` bytes of the (decoded) body; True when there was more (not read). A gzip
+    or deflate body is inflated only up to the cap; other encodings are decoded by httpx."""
+    import httpx
+
+    encodings = [e.strip().lower() for e in response.headers.get("content-encoding", "").split(",")]
+    encodings = [e for e in encodings if e and e != "identity"]
+    if len(encodings) != 1 or encodings[0] not in ("gzip", "x-gzip", "deflate"):
+        body = bytearray()
+        async for chunk in response.aiter_bytes():
+            body += chunk
+            if len(body) > limit:
+                return bytes(body[:limit]), True
+        return bytes(body), False
+    inflater = _Inflater(encodings[0])
+    body = bytearray()
+    try:
+        async for raw in response.aiter_raw():
+            body += inflater.feed(raw, limit + 1 - len(body))
+            if len(body) > limit:
+                return bytes(body[:limit]), True
+        body += inflater.flush()
+    except zlib.error as exc:
+        raise httpx.DecodingError(f"the {encodings[0]} body does not decode: {exc}") from None
+    if len(body) > limit:
+        return bytes(body[:limit]), True
+    return bytes(body), False
 
 
 _SHOWN_HEADERS = ("content-type", "location", "retry-after")

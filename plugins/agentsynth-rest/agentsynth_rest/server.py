@@ -72,7 +72,7 @@ class Slot:
         import uvicorn
 
         self.app: Any = None
-        self.active = 0
+        self.active = 0  # requests not answered in full yet
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         # accepted sockets inherit it: without it an app's two writes (headers, body) wait out the
@@ -109,13 +109,24 @@ class Slot:
             await _reply(send, 503, b'{"detail": "this world is closed"}')
             return
         self.active += 1
-        started = False
+        started = answered = False
 
         async def tracked_send(message: dict[str, Any]) -> None:
-            nonlocal started
+            nonlocal started, answered
             if message.get("type") == "http.response.start":
                 started = True
+            elif message.get("type") == "http.response.body" and not message.get("more_body") and not answered:
+                # answered in full: no longer in flight, before the client can see the last byte
+                # (counted down when the handler returned, a client that had its answer could
+                # close the world first, and the server was dropped as if its app were stuck)
+                answered = True
+                self.active -= 1
             await send(message)
+            if message.get("more_body"):
+                # a streaming app whose writes never block (uvicorn waits only once its buffer is
+                # full) would hold the loop: the other requests of the world, and the news that
+                # its client left (uvicorn drops every later chunk then), wait for it to finish
+                await asyncio.sleep(0)
 
         try:
             await app(scope, receive, tracked_send)
@@ -123,7 +134,8 @@ class Slot:
             if not started:
                 await _reply(send, 500, f'{{"detail": "internal server error: {type(exc).__name__}"}}'.encode())
         finally:
-            self.active -= 1
+            if not answered:
+                self.active -= 1
 
     @property
     def alive(self) -> bool:
@@ -156,8 +168,8 @@ def acquire(app: Any) -> Slot:
 def release(slot: Slot) -> None:
     """Unplug the app (later requests get 503) and keep the server warm for the next episode.
 
-    A server with a request still in flight (an app stuck in a handler the agent's call gave up
-    on) is not pooled: it is told to exit and dropped without waiting (its thread is a daemon), so
+    A server with a request still in flight (not answered in full: an app stuck in a handler the
+    agent's call gave up on) is not pooled: it is told to exit and dropped without waiting (its thread is a daemon), so
     a hung loop never serves a later episode."""
     slot.app = None
     with _lock:

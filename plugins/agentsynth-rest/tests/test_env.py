@@ -60,6 +60,22 @@ async def test_the_warm_pool_reuses_servers_and_a_released_world_answers_503():
     await env.close()
 
 
+async def test_a_server_whose_answer_was_delivered_goes_back_to_the_pool_while_its_handler_returns():
+    """A request is in flight until answered in full, not until its handler returns: counted down
+    at return, a client that already had its answer (a loaded machine delays the server thread)
+    closed the world first, and the warm server was dropped as if its app were stuck."""
+    env = rest_env(app="hostile.py:create_app", openapi="hostile.yaml")
+    await env.reset(0)
+    obs = await env.step(ToolCall("linger", {}))  # its handler sleeps 0.5 s after answering
+    assert obs.data == {"status": 200, "json": {"value": 0}}
+    slot = env._slot
+    await env.close()
+    assert slot in server._idle and not slot.server.should_exit
+    await env.reset(0)
+    assert env._slot is slot
+    await env.close()
+
+
 async def test_the_subprocess_server_mode_serves_the_same_app_with_its_arguments():
     env = rest_env(base_dir=TICKETS, app="app.py:create_app", server="subprocess", app_args={"id_offset": 100})
     await env.reset(0)

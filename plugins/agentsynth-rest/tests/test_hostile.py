@@ -30,8 +30,44 @@ async def test_a_huge_answer_is_read_only_up_to_the_cap(hostile):
     assert "longer than 4,096 bytes (max_response_bytes); the rest was not read" in obs.content
     assert obs.content.count("A") == 4096 and len(obs.content) < 5000
     assert peak < 5_000_000  # 100 MB were offered; a few chunks were read
+    tracemalloc.start()
     obs = await hostile.step(ToolCall("gzipBomb", {}))  # 50 KB on the wire, 50 MB decoded
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
     assert "the rest was not read" in obs.content and obs.content.count("0") >= 4096 and len(obs.content) < 5000
+    assert peak < 5_000_000  # inflated only up to the cap (httpx inflated the whole 50 MB: 130 MB at peak)
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "deflate", "raw-deflate"])
+async def test_a_compressed_answer_under_the_cap_is_decoded_whole(hostile, encoding):
+    obs = await hostile.step(ToolCall("compressed", {"encoding": encoding}))
+    assert not obs.error and "the rest was not read" not in obs.content
+    assert obs.data["json"] == {"value": 0, "note": "z" * 3000}
+    assert hostile.client is not None and hostile.client.headers["accept-encoding"] == "gzip, deflate"
+
+
+def test_the_first_call_of_a_fresh_process_is_not_charged_the_http_backend_import():
+    """httpcore imports anyio's asyncio backend on its first request (~0.3 s of CPU, seconds under
+    load): reset loads it, so it does not eat into the first call's deadline."""
+    import subprocess
+    import sys
+
+    from conftest import WORLD
+
+    code = f"""
+import asyncio, sys
+sys.path.insert(0, {str(WORLD.parent)!r})
+from conftest import rest_env
+async def main():
+    env = rest_env(app="hostile.py:create_app", openapi="hostile.yaml")
+    await env.reset(0)
+    print("anyio._backends._asyncio" in sys.modules)
+    await env.close()
+asyncio.run(main())
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["True"], out.stdout
 
 
 @pytest.mark.parametrize("tool", ["drip", "stall"])

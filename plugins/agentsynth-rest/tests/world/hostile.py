@@ -1,5 +1,6 @@
 """A hostile (or just badly behaved) HTTP API for the world's tests: huge, endless, slow and
-compressed answers, redirects elsewhere, a crash, header echo, and a counter with a reset hook."""
+compressed answers (a bomb, and small ones), redirects elsewhere, a crash, header echo, and a
+counter with a reset hook."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import asyncio
 import gzip
 import json
 import urllib.parse
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -51,12 +53,24 @@ def create_app(world: Path, seed: int = 0) -> Any:
             while True:
                 await send({"type": "http.response.body", "body": b".", "more_body": True})
                 await asyncio.sleep(0.2)
+        elif path == "/linger":  # answers at once, then its handler takes a while to return
+            await _json(send, 200, {"value": state["counter"]})
+            await asyncio.sleep(0.5)
         elif path == "/stall":  # never answers
             await asyncio.sleep(3600)
         elif path == "/gzip":
             await send({"type": "http.response.start", "status": 200,
                         "headers": [(b"content-type", b"text/plain"), (b"content-encoding", b"gzip")]})
             await send({"type": "http.response.body", "body": BOMB})
+        elif path == "/compressed":  # a small JSON answer, gzip, deflate (zlib) or raw deflate
+            encoding = urllib.parse.parse_qs(scope["query_string"].decode()).get("encoding", ["gzip"])[0]
+            raw = json.dumps({"value": state["counter"], "note": "z" * 3000}).encode()
+            packed = {"gzip": lambda: gzip.compress(raw), "deflate": lambda: zlib.compress(raw),
+                      "raw-deflate": lambda: zlib.compress(raw, wbits=-zlib.MAX_WBITS)}[encoding]()
+            await send({"type": "http.response.start", "status": 200,
+                        "headers": [(b"content-type", b"application/json"),
+                                    (b"content-encoding", b"gzip" if encoding == "gzip" else b"deflate")]})
+            await send({"type": "http.response.body", "body": packed})
         elif path == "/redirect":
             to = urllib.parse.parse_qs(scope["query_string"].decode()).get("to", ["/"])[0]
             await send({"type": "http.response.start", "status": 302, "headers": [(b"location", to.encode())]})
