@@ -156,6 +156,9 @@ _FIRST_PERSON = frozenset({"i", "we", "i've", "we've", "ive", "weve"})
 # before a past participle: "is marked", "has been cancelled", "are now shipped"
 _AUXILIARIES = frozenset({"is", "are", "was", "were", "be", "been", "being", "has", "have", "had", "got", "gets",
                           "now", "all", "successfully", "just", "also"})
+_NOT_YET = frozenset({"to", "must", "should", "will", "would", "can", "could", "may", "might", "shall", "need",
+                      "needs", "once", "until", "unless", "if", "before"})
+_NOW_AFTER = frozenset({"is", "are", "was", "were", "has", "have", "been"})
 _NEGATIONS = re.compile(
     r"^(?:not|no|never|nothing|none|neither|nor|cannot|unable|without|refuse|refused|instead|\w+n't)$")
 _GENERIC_CLAIM_RE = re.compile(
@@ -362,13 +365,15 @@ def _claims(answer: str, asks_change: bool) -> list[tuple[str, str, str]]:
             verb = past_of(token)
             before = tokens[max(0, i - 3):i]
             if verb is not None:
+                if _NOT_YET & set(before):  # "has to be paid", "will be shipped": not done (yet)
+                    continue
                 if "already" in tokens[:i]:
                     found.append(("state", token, clause.strip()))
                 elif (i == 0 and token not in _SAME_AS_BASE) or _FIRST_PERSON & set(tokens[:i]):
                     found.append(("action", token, clause.strip()))
                 elif asks_change and _AUXILIARIES & set(before):
                     found.append(("action", token, clause.strip()))
-            elif token == "now" and asks_change:
+            elif token == "now" and asks_change and i and tokens[i - 1] in _NOW_AFTER:  # "is now blue"
                 found.append(("action", token, clause.strip()))
         generic = _GENERIC_CLAIM_RE.search(clause)
         if generic and len(words(clause[: generic.start()])) <= negated_at:
