@@ -119,6 +119,8 @@ def test_gamed_trajectories_are_not_auto_accepted(core_runs, verifier_file, tmp_
     print(f"  agreement with the world: routed {rep['vs_world']['routed']}, trusting {trusting['vs_world']['routed']}")
     assert all(r["passed"] is (r["judge_score"] >= 0.7) for r in rows if r["route"] == "judge")
     assert rep["vs_world"]["routed"] > trusting["vs_world"]["routed"]
+    # not one tool call: the blind heuristic judge passes none of them, whatever the words
+    assert not any(r["passed"] for r in rows if r["route"] == "judge")
 
 
 def test_bad_route_input_is_a_clear_error(core_runs, verifier_file, tmp_path, capsys):
