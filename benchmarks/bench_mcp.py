@@ -129,10 +129,19 @@ async def bench_pack(concurrency: int, only: list[str]) -> dict:
     }
 
 
+def json_size(value: object) -> int:
+    """Bytes of ``value`` as JSON. mcp.nesting_and_encoding's arguments hold a lone surrogate, which
+    msgspec cannot encode as UTF-8: those are measured as ASCII-escaped JSON (a surrogate is 6 bytes)."""
+    import msgspec
+
+    try:
+        return len(msgspec.json.encode(value))
+    except UnicodeEncodeError:
+        return len(json.dumps(msgspec.to_builtins(value), separators=(",", ":")))
+
+
 async def bench_hostile(tasks: list[str]) -> dict:
     import resource
-
-    import msgspec
 
     from agentsynth_kernel.episode import EpisodeConfig, run_episode
     from agentsynth_kernel.plugins import get_host
@@ -153,10 +162,10 @@ async def bench_hostile(tasks: list[str]) -> dict:
             result = await run_episode(host, pack, task, 0, 0, config)
             episodes += 1
             passed += result.passed
-            largest_traj = max(largest_traj, len(msgspec.json.encode(result.trajectory)))
+            largest_traj = max(largest_traj, json_size(result.trajectory))
             for step in result.trajectory.steps:
                 if step.observation is not None:
-                    largest_obs = max(largest_obs, len(msgspec.json.encode(step.observation)))
+                    largest_obs = max(largest_obs, json_size(step.observation))
     rss_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return {"exploits": [e.name for e in chosen], "episodes": episodes, "passed": passed,
             "largest_observation_bytes": largest_obs, "largest_trajectory_bytes": largest_traj,
