@@ -157,6 +157,9 @@ SECRET = "SELECT balance FROM accounts WHERE owner = 'cy' AND balance > 4 /* the
     "SELECT count(*) FROM sqlite_stmt WHERE sql LIKE '%secret%'",
     "SELECT count(*) FROM main.SQLITE_STMT",
     "SELECT group_concat(sql) FROM (SELECT * FROM sqlite_stmt)",
+    "SELECT (SELECT count(*) FROM sqlite_stmt)",
+    "WITH s AS MATERIALIZED (SELECT 1 FROM sqlite_stmt) SELECT count(*) FROM s",
+    "CREATE TEMP VIEW peek AS SELECT 1 AS one FROM sqlite_stmt; SELECT count(*) FROM peek",
 ])
 def test_the_checkers_sql_is_not_shown_to_the_agent_after_a_check(ddl_first, peek):
     """sqlite_stmt (compiled in: ENABLE_STMTVTAB) lists every statement prepared on a connection,
@@ -171,7 +174,7 @@ def test_the_checkers_sql_is_not_shown_to_the_agent_after_a_check(ddl_first, pee
     for tool in (x, q):
         seen = tool(env, peek)
         assert "secret" not in seen.content and "accounts" not in seen.content
-        assert seen.error and "sqlite_stmt" in seen.content, seen.content
+        assert seen.error and ("sqlite_stmt" in seen.content or tool is q and "read-only" in seen.content), seen.content
 
 
 # --- session state the agent might change --------------------------------------------------------------
