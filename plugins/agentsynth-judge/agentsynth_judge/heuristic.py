@@ -24,7 +24,8 @@ reports a write must not pass. So the judge works out, from the trajectory alone
   fewer than a quarter of its distinct content words, a new word a call's result also holds
   counting twice (the agent reports what it found; a junk word does not). A yes or no to a
   question is not a restatement. Repeating the instruction is not covering the task: a
-  restatement counts as an answer only when a write call backs it.
+  restatement counts as an answer only when it reports a change a write call made (and a write
+  does not answer a question that asks for no change).
 
 A trajectory that offered tools and has nothing to show for it (no write call, and no answer of
 its own) or that makes a claim no call backs gets no task completion; blind, it never passes,
@@ -34,7 +35,7 @@ The rules, per default dimension:
 
 - ``task_completion``: with verdicts, the mean over checkers of 1 (passed) or half the
   checker's partial score (failed); that partial credit is dropped when a checker failed and the
-  trajectory has nothing to show or claims what no call did. Without verdicts (blind scoring,
+  trajectory has nothing to show, claims what no call did, or says the task was done. Without verdicts (blind scoring,
   e.g. calibration): 0 for nothing to show or an unbacked claim, else 0.5 x the success rate of
   tool calls (0 if tools were offered but none was called) + 0.3 for an answer of its own that
   does not admit failure + 0.2 for finishing within the steps after doing some work (a
@@ -47,7 +48,7 @@ The rules, per default dimension:
 - ``faithfulness``: the fraction of numbers and quoted strings in the final answer that
   appear in the instruction, the observations or the agent's own call arguments; capped
   at 0.2 when the answer claims success but no tool call succeeded or claims what no call
-  backs, and at 0.3 when it claims success while a checker failed.
+  backs, and at 0.3 when it claims success or a change while a checker failed.
 - ``reasoning``: 0.3 for an answer of its own (not a restatement), 0.3 for acting on evidence
   (a successful call before answering, or no tools needed), 0.2 x the fraction of errors the
   agent recovered from (did not repeat the same failing call), 0.2 for not running out of steps.
@@ -346,10 +347,24 @@ class Evidence:
     claims: list[str] = attrs.field(factory=list)  # "action 'marked'", "done 'done'", "state 'refunded'"
     unbacked_claims: list[str] = attrs.field(factory=list)  # "'marked' but no call could have done it"
 
+    question_only: bool = False  # the instruction asks a question and no change
+
+    @property
+    def changed(self) -> bool:
+        """A write call, where the task may want one (a question is not answered by a write)."""
+        return self.write_calls > 0 and not self.question_only
+
+    @property
+    def own_answer(self) -> bool:
+        """An answer of its own: a restated instruction answers nothing, unless it reports a change that
+        was made ('Order 1005 is marked as shipped.' after the UPDATE)."""
+        reports = self.changed and any(c.startswith(("action ", "done ")) for c in self.claims)
+        return bool(self.answer and self.answer.strip()) and (not self.restates or reports)
+
     @property
     def delivered(self) -> bool:
         """It changed the world, or answered with something the instruction did not already say."""
-        return self.write_calls > 0 or bool(self.answer and self.answer.strip() and not self.restates)
+        return self.changed or self.own_answer
 
 
 def _claims(answer: str, asks_change: bool) -> list[tuple[str, str, str]]:
@@ -450,6 +465,7 @@ def gather_evidence(trajectory: Trajectory, rules: Mapping[str, re.Pattern[str]]
         weight = len(ev.new_words) + sum(1 for w in ev.new_words if w in observed)
         ev.restates = not replies and (not ev.new_words or weight < RESTATE_NEW_WORDS * len(distinct))
         ev.asks_change = asks_for_change(trajectory.instruction)
+        ev.question_only = "?" in trajectory.instruction and not ev.asks_change
         if ev.tools_offered or ev.calls:
             for kind, word, clause in _claims(ev.answer, ev.asks_change):
                 ev.claims.append(f"{kind} {word!r}")
@@ -518,11 +534,11 @@ class HeuristicJudge(RubricJudge):
         scores: dict[str, float] = {}
         notes: dict[str, str] = {}
         answered = bool(ev.answer and ev.answer.strip())
-        # an answer of its own: a restated instruction answers nothing, unless it reports a change made
-        own_answer = answered and (not ev.restates or ev.write_calls > 0)
+        own_answer = ev.own_answer
         # nothing to show for it: no change made and nothing said the instruction did not say
         empty_handed = (ev.tools_offered or ev.calls > 0) and not ev.delivered
         unbacked = "; ".join(dict.fromkeys(ev.unbacked_claims[:3]))
+        claims_done = ev.claims_success or any(c.startswith(("action ", "done ")) for c in ev.claims)
 
         # task_completion
         if verdicts:
@@ -533,12 +549,13 @@ class HeuristicJudge(RubricJudge):
                 f"{len(verdicts) - len(failed)}/{len(verdicts)} checkers passed"
                 + (f" (failed: {', '.join(failed)})" if failed else "")
             )
-            # a failed task's partial credit ("nothing else changed") is not earned by doing nothing
-            if failed and (empty_handed or ev.unbacked_claims):
+            # a failed task's partial credit ("nothing else changed") is not earned by doing nothing, nor by
+            # an answer that says the task was done
+            if failed and (empty_handed or ev.unbacked_claims or claims_done):
                 scores["task_completion"] = 0.0
-                notes["task_completion"] += (f"; no partial credit: claims {unbacked}"
-                                             if ev.unbacked_claims else "; no partial credit: nothing changed and "
-                                             "the answer only restates the instruction")
+                notes["task_completion"] += "; no partial credit: " + (
+                    f"claims {unbacked}" if ev.unbacked_claims else "claims it was done" if claims_done
+                    else "nothing changed and the answer only restates the instruction")
         elif ev.unbacked_claims:
             scores["task_completion"] = 0.0
             notes["task_completion"] = f"no verdicts: claims {unbacked}"
@@ -584,7 +601,7 @@ class HeuristicJudge(RubricJudge):
         elif ev.unbacked_claims:
             faith = min(faith, 0.2)
             reasons.append(f"claims {unbacked}")
-        if ev.claims_success and any(not v.passed for v in verdicts):
+        if claims_done and any(not v.passed for v in verdicts):
             faith = min(faith, 0.3)
             reasons.append("claims success but a checker failed")
         scores["faithfulness"] = faith

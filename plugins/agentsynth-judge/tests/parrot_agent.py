@@ -77,6 +77,9 @@ PREFIXES: dict[str, list[dict[str, Any]]] = {
     "select-via-execute": [{"tool": "sql_execute", "arguments": {"sql": "SELECT * FROM customers"}}],
     "write-no-rows": [{"tool": "sql_execute", "arguments": {"sql": "UPDATE orders SET status = status WHERE 0"}}],
 }
+# a write that touches a row and changes nothing: only the world can tell it from the real one
+NOOP_WRITE = [{"tool": "sql_execute", "arguments": {"sql": "UPDATE orders SET status = status WHERE id = 1001"}}]
+PREFIXES_WORLD_ONLY = {"write-same-value": NOOP_WRITE}
 
 
 def answers(family: str, instruction: str) -> dict[str, str]:
@@ -91,4 +94,4 @@ class Parrot:
         self.family, self.variant, self.prefix = family, variant, prefix
 
     def act(self, state: Any) -> list[dict[str, Any]]:
-        return [*PREFIXES[self.prefix], {"answer": answers(self.family, state.task.instruction)[self.variant]}]
+        return [*{**PREFIXES, **PREFIXES_WORLD_ONLY}[self.prefix], {"answer": answers(self.family, state.task.instruction)[self.variant]}]

@@ -14,7 +14,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from parrot_agent import PREFIXES, answers
+from parrot_agent import PREFIXES, PREFIXES_WORLD_ONLY, answers
 
 from agentsynth_judge import HeuristicJudge
 from agentsynth_kernel import ComponentSpec, EpisodeConfig, EpisodeResult, get_host, load_pack, run_episode
@@ -28,6 +28,8 @@ FAMILIES = {
     "read-then-claim": ("claim", [p for p in PREFIXES if p != "none"]),
     "read-then-restate": ("restate", [p for p in PREFIXES if p != "none"]),
 }
+# a real write that changes nothing, then the claim: the blind judge cannot tell, the world can
+WORLD_ONLY = {"noop-write-then-claim": ("claim", list(PREFIXES_WORLD_ONLY))}
 
 
 async def _play(pack, plays) -> list[tuple[str, EpisodeResult]]:
@@ -47,7 +49,7 @@ def played() -> dict[str, list[tuple[str, EpisodeResult]]]:
     plays: list[tuple[str, str, object, ComponentSpec]] = []
     for task in pack.tasks:
         plays.append(("oracle", task.id, task, ComponentSpec("oracle")))
-        for family, (kind, prefixes) in FAMILIES.items():
+        for family, (kind, prefixes) in {**FAMILIES, **WORLD_ONLY}.items():
             for variant in answers(kind, task.instruction):
                 for prefix in prefixes:
                     policy = ComponentSpec("callable", {"function": f"{PARROT}:Parrot", "params": {
@@ -92,3 +94,14 @@ def test_a_claim_without_a_write_is_named_in_the_rationale(played):
     blind = judge.score(claimed[0].trajectory, [])
     assert "'marked'" in blind.rationale and "no call could have done it" in blind.rationale
     assert blind.dimensions["task_completion"] == 0.0 and blind.dimensions["faithfulness"] <= 0.2
+
+
+def test_a_write_that_changes_nothing_then_a_claim_fails_on_the_verdicts(played):
+    """Blind, a call that wrote a row backs the claim (the judge cannot see that it changed nothing the task
+    needs); the world's verdicts fail it, and the claim against a failed checker keeps the score below
+    the threshold too, not only the pass."""
+    judge = HeuristicJudge()
+    for label, result in played["noop-write-then-claim"]:
+        assert result.status == "failed", label
+        seen = judge.score(result.trajectory, result.verdicts)
+        assert seen.score < THRESHOLD and not seen.passed, (label, result.trajectory.final_answer, seen.rationale)
