@@ -675,6 +675,9 @@ MOVES = [
     ("x", "UPDATE accounts SET balance = -1"), ("x", "INSERT INTO notes (owner, body) VALUES ('nobody', 'fk')"),
     ("x", "INSERT INTO notes (body) SELECT randomblob(5000) FROM accounts"),
     ("x", "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT max(n) FROM r"),
+    ("x", "UPDATE notes SET body = CAST(x'ff' AS TEXT) WHERE id = {n}"), ("x", "INSERT INTO orders DEFAULT VALUES"),
+    ("x", "DELETE FROM sqlite_sequence"), ("x", "SELECT (SELECT count(*) FROM sqlite_stmt)"),
+    ("x", "UPDATE accounts SET owner = owner || 'x' WHERE id = {n} RETURNING *"),
     ("q", "SELECT * FROM accounts"), ("q", "UPDATE accounts SET balance = 0"), ("q", "BEGIN"),
     ("q", "CREATE TEMP TABLE accounts AS SELECT 1 AS id"), ("q", "SELECT * FROM json_each('[1, 2]')"),
 ]
@@ -685,7 +688,7 @@ DDL_MOVES = [
 ]
 
 
-@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("seed", range(24))
 def test_a_random_policy_never_makes_a_check_read_anything_but_the_truth(seed):
     rng = random.Random(seed)
     env = make(max_value_bytes=10_000, query_budget=200_000)
@@ -693,6 +696,7 @@ def test_a_random_policy_never_makes_a_check_read_anything_but_the_truth(seed):
         tool, sql = rng.choice(DDL_MOVES if rng.random() < 0.03 else MOVES)
         obs = (x if tool == "x" else q)(env, sql.format(n=rng.randint(1, 5)))
         assert "readonly database" not in obs.content, (step, sql, obs.content)
+        agent_rules_back(env)
         if rng.random() < 0.3:
             end = env.end_state()
             assert env.conn is not None
