@@ -672,7 +672,8 @@ READ_PRAGMAS = {
     "function_list", "pragma_list", "database_list", "compile_options",
 }
 STAT_TABLES = {"sqlite_stat1", "sqlite_stat2", "sqlite_stat3", "sqlite_stat4"}
-READ_VALUE_PRAGMAS = {"foreign_keys", "user_version", "schema_version", "page_count", "page_size", "encoding"}
+READ_VALUE_PRAGMAS = {"foreign_keys", "user_version", "schema_version", "page_count", "page_size", "encoding",
+                      "data_version"}  # fts5 reads data_version on every use of its tables
 
 
 class Sandbox:
@@ -755,6 +756,10 @@ class Sandbox:
             if name in READ_PRAGMAS or (name in READ_VALUE_PRAGMAS and arg2 is None):
                 return sqlite3.SQLITE_OK
             return self._deny(f"PRAGMA {name}{'' if arg2 is None else ' = ' + arg2} is not allowed")
+        if action == sqlite3.SQLITE_UPDATE and arg1 == "sqlite_master" and source is None and not self.statement_ddl:
+            # SQLite's own, when a statement first uses a virtual table (json_each, pragma_table_info, an
+            # fts table): a write of the agent's to sqlite_master is refused by SQLite itself
+            return sqlite3.SQLITE_OK
         if action in _SCHEMA_ACTIONS and not self.readonly:
             self.schema_touched = self.statement_ddl = True
         if action in _ROW_WRITES and arg1:

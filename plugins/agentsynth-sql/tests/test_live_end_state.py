@@ -626,6 +626,28 @@ def test_a_virtual_table_the_agent_broke_is_collateral_and_crashes_nothing(corru
         assert "table boxes no longer reads: undersize RTree blobs" in verdicts[0].detail
 
 
+@pytest.mark.parametrize("read", [
+    "SELECT * FROM json_each('[1, 2]')", "SELECT name FROM pragma_table_info('accounts')",
+    "SELECT body FROM docs WHERE docs MATCH 'hello'", "SELECT body FROM d5 WHERE d5 MATCH 'hello'",
+])
+def test_virtual_tables_read_through_sql_query(read):
+    """The first use of a virtual table makes SQLite ask the authorizer for an UPDATE of sqlite_master
+    (its own): sql_query denied it as a write, and fts5 reads PRAGMA data_version on every use. (An
+    rtree table still cannot be read through sql_query: it prepares its INSERT into its shadow table
+    when it connects, which the authorizer cannot tell from the agent's.)"""
+    env = SqlEnvironment(SqlEnvSpec(schema=VTAB_SCHEMA + "CREATE VIRTUAL TABLE d5 USING fts5(body);",
+                                    seed=VTAB_SEED + "INSERT INTO d5 VALUES ('hello');", allowed_changes={"d5": "*"}))
+    env.start(0)
+    for tool in (q, x):
+        obs = tool(env, read)
+        assert not obs.error, obs.content
+    assert not x(env, "INSERT INTO d5 VALUES ('bye')").error
+    assert "may not be modified" in q(env, "UPDATE sqlite_master SET sql = 'x' WHERE name = 'accounts'").content
+    assert "may not be modified" in q(env, "DELETE FROM sqlite_master").content
+    assert not env.sandbox.schema_touched and "sqlite_master" not in env.sandbox.written
+    assert "insert d5 row 2: body='bye'" in {c.describe() for c in env.changes()}
+
+
 # --- memory and time in a live check ----------------------------------------------------------------------
 
 
