@@ -17,7 +17,8 @@ reports a write must not pass. So the judge works out, from the trajectory alone
   "completed successfully"), or a state it found ("was already refunded"); a negated clause
   ("it cannot be shipped") claims nothing. A change needs a write call; "done" needs a write
   call when the instruction asks for a change (else any successful call); a found state needs a
-  successful call whose result shows it (with the clause's numbers). Claims are checked when the
+  successful call whose result shows it (for the clause's numbers, else the instruction's: a call
+  that named them, or a result row that holds them). Claims are checked when the
   agent had tools (a text-only trajectory has nothing to back them with);
 - whether the answer *restates* the instruction: its content words (stop words and claim words
   aside, compared by a crude stem so that 'marked' is 'mark') that are not the instruction's are
@@ -28,8 +29,10 @@ reports a write must not pass. So the judge works out, from the trajectory alone
   does not answer a question that asks for no change).
 
 A trajectory that offered tools and has nothing to show for it (no write call, and no answer of
-its own) or that makes a claim no call backs gets no task completion; blind, it never passes,
-whatever the rubric (as a failed checker vetoes a pass when verdicts are given).
+its own) or that makes a claim no call backs gets no task completion blind, and never passes
+blind, whatever the rubric (as a failed checker vetoes a pass when verdicts are given); a claim
+no call backs fails it with verdicts too, even when every checker passed (a checker that only
+reads the answer can be satisfied by words alone).
 
 The rules, per default dimension:
 
@@ -62,8 +65,8 @@ The rules, per default dimension:
 
 The overall score is the rubric's weighted sum; the trajectory passes when it reaches
 the rubric's ``pass_threshold`` - except that when verdicts are given and a checker
-failed it never passes (the world has the last word), and that blind, an unbacked claim or
-nothing to show never passes, whatever the score.
+failed it never passes (the world has the last word), that a claim no call backs never passes
+(not even past a lenient checker), and that blind, nothing to show never passes, whatever the score.
 """
 
 from __future__ import annotations
@@ -159,6 +162,9 @@ _AUXILIARIES = frozenset({"is", "are", "was", "were", "be", "been", "being", "ha
                           "now", "all", "successfully", "just", "also"})
 _NOT_YET = frozenset({"to", "must", "should", "will", "would", "can", "could", "may", "might", "shall", "need",
                       "needs", "once", "until", "unless", "if", "before"})
+# a verb later in a clause that opens with a past participle makes that participle an adjective
+_FINITE = frozenset({"is", "are", "was", "were", "be", "can", "cannot", "can't", "must", "will", "would", "should",
+                     "may", "might", "stay", "stays", "remain", "remains", "need", "needs", "get", "gets"})
 _NOW_AFTER = frozenset({"is", "are", "was", "were", "has", "have", "been"})
 _NEGATIONS = re.compile(
     r"^(?:not|no|never|nothing|none|neither|nor|cannot|unable|without|refuse|refused|instead|\w+n't)$")
@@ -382,9 +388,12 @@ def _claims(answer: str, asks_change: bool) -> list[tuple[str, str, str]]:
             if verb is not None:
                 if _NOT_YET & set(before):  # "has to be paid", "will be shipped": not done (yet)
                     continue
-                if "already" in tokens[:i]:
+                if _FIRST_PERSON & set(tokens[:i]):  # "I marked", "we have already refunded"
+                    found.append(("action", token, clause.strip()))
+                elif "already" in tokens:  # "was already refunded", "was shipped already": found so
                     found.append(("state", token, clause.strip()))
-                elif (i == 0 and token not in _SAME_AS_BASE) or _FIRST_PERSON & set(tokens[:i]):
+                elif i == 0 and token not in _SAME_AS_BASE and not _FINITE & set(tokens[1:]):
+                    # "Updated the email", not "Shipped orders cannot be cancelled" (a subject's adjective)
                     found.append(("action", token, clause.strip()))
                 elif asks_change and _AUXILIARIES & set(before):
                     found.append(("action", token, clause.strip()))
@@ -469,7 +478,7 @@ def gather_evidence(trajectory: Trajectory, rules: Mapping[str, re.Pattern[str]]
         if ev.tools_offered or ev.calls:
             for kind, word, clause in _claims(ev.answer, ev.asks_change):
                 ev.claims.append(f"{kind} {word!r}")
-                if not _backed(kind, clause, ev, succeeded):
+                if not _backed(kind, clause, ev, succeeded, trajectory.instruction):
                     ev.unbacked_claims.append(f"{word!r} but no call " + (
                         "showed it" if kind == "state" else "could have done it"))
     # one search per rule over all texts; "\n\x00" keeps `$` working and stops lookaheads at a text's end
@@ -478,20 +487,25 @@ def gather_evidence(trajectory: Trajectory, rules: Mapping[str, re.Pattern[str]]
     return ev
 
 
-def _backed(kind: str, clause: str, ev: Evidence, succeeded: list[tuple[str, str]]) -> bool:
+def _backed(kind: str, clause: str, ev: Evidence, succeeded: list[tuple[str, str]], instruction: str) -> bool:
     """Whether a call could have made the claim true: a change needs a call that could change the world;
     'done' on a question needs a successful call; a state the agent says it found ('was already
-    refunded') needs a successful call that showed it (the word in its result, the clause's numbers in
-    its arguments or result)."""
-    if ev.write_calls:
+    refunded') needs a successful call that showed it (the word in the result of a call whose arguments
+    hold the clause's numbers, or on one line of a result with them)."""
+    if ev.write_calls and kind != "state":  # a write shows no state that was there before it
         return True
     if kind == "done":
         return not ev.asks_change and bool(succeeded)
-    if kind == "state":
-        numbers = re.findall(r"\d+", clause)
-        word = words(clause)
-        said = [w for w in word if past_of(w) and "already" in word[: word.index(w)]]
-        return any(any(w in obs.lower() for w in said) and all(n in args + obs for n in numbers)
+    if kind == "state":  # the state word in a result: of a call that named the clause's numbers, or on one row with them
+        # "it was already shipped" is about what the instruction named
+        numbers = re.findall(r"\d+", clause) or re.findall(r"\d+", instruction)
+        said = [w for w in words(clause) if past_of(w)]
+
+        def shows(text: str) -> bool:
+            return any(w in text.lower() for w in said)
+
+        return any((all(n in args for n in numbers) and shows(obs))
+                   or any(all(n in line for n in numbers) and shows(line) for line in obs.splitlines())
                    for args, obs in succeeded)
     return False
 
@@ -639,9 +653,9 @@ class HeuristicJudge(RubricJudge):
         selected = {name: scores[name] for name in self.rubric.names}
         failed = [v.checker for v in verdicts if not v.passed]
         veto = f"checker(s) {', '.join(failed)} failed on the world's end state" if failed else ""
-        if not verdicts and ev.unbacked_claims:  # blind: the trajectory is all the evidence there is
+        if ev.unbacked_claims and not failed:  # a claim no call backs: a lenient checker does not excuse it
             veto = f"the answer claims {unbacked}"
-        elif not verdicts and empty_handed:
+        elif not verdicts and empty_handed:  # blind: the trajectory is all the evidence there is
             veto = "nothing changed and the answer only restates the instruction"
         result = self.finish(selected, notes, verdicts, summary="heuristic judge", veto=veto)
         return annotate(trajectory, self, result)

@@ -44,6 +44,12 @@ def as_report(sentence: str) -> str:
     return out if out[-1] in ".!?" else out + "."
 
 
+def as_found(sentence: str) -> str:
+    """'Mark it as shipped.' -> 'It was already marked it as shipped.' (nothing to do, it says)."""
+    report = as_report(sentence)
+    return "It was already " + report.split(" ", 1)[1]
+
+
 def restatements(instruction: str) -> dict[str, str]:
     """The instruction said back: no claim of its own."""
     parts = sentences(instruction)
@@ -56,7 +62,7 @@ def restatements(instruction: str) -> dict[str, str]:
 
 
 def claims(instruction: str) -> dict[str, str]:
-    """The instruction said back as done."""
+    """The instruction said back as done (or as already so)."""
     parts = sentences(instruction)
     text = " ".join(parts)
     out = {"done-prefix": f"Done: {text}", "done-suffix": f"{text} Done.",
@@ -64,6 +70,7 @@ def claims(instruction: str) -> dict[str, str]:
            "reported-all": " ".join(as_report(s) for s in parts)}
     for i in range(len(parts)):
         out[f"reported-{i}"] = " ".join(as_report(s) if j == i else s for j, s in enumerate(parts))
+        out[f"already-{i}"] = " ".join(as_found(s) if j == i else s for j, s in enumerate(parts))
     if len(parts) > 1:
         out["done-shuffled"] = "Done. " + " ".join(reversed(parts))
     return out
