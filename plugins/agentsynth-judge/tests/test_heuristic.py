@@ -4,7 +4,7 @@ import pytest
 
 from agentsynth_judge import DEFAULT_RUBRIC, HeuristicJudge, score_sync
 from agentsynth_judge.heuristic import tool_reads_only
-from agentsynth_kernel import Answer, Observation, SpecError, Step, ToolCall, ToolSpec, Trajectory
+from agentsynth_kernel import Answer, Observation, SpecError, Step, ToolCall, ToolSpec, Trajectory, Verdict
 from conftest import FAIL, NOTE_TOOLS, PASS, read, traj, write
 
 GOOD = traj(read("color", "red"), write("color", "blue"), read("color", "blue"), "The note 'color' is now blue.")
@@ -252,3 +252,14 @@ def test_now_claims_a_change_only_as_is_now():
     assert honest.passed, honest.rationale
     claimed = judge.score(sql_traj("Ship order 1009 today.", look, answer="Order 1009 is now on its way."), [])
     assert not claimed.passed and "'now' but no call could have done it" in claimed.rationale
+
+
+def test_no_call_at_all_cannot_pass_blind_but_the_world_can_pass_it():
+    """Blind, a refusal without a lookup looks like a guess (or a policy that learned to refuse everything);
+    with the verdicts the world decides."""
+    t = sql_traj("Ship order 1009 today.", answer="Order 1009 is unpaid, so it was not shipped.")
+    judge = HeuristicJudge()
+    blind = judge.score(t, [])
+    assert not blind.passed and blind.score == pytest.approx(0.645)
+    assert "no work done" in blind.rationale
+    assert judge.score(t, [Verdict("answer_contains", True, 1.0), Verdict("no_collateral", True, 1.0)]).passed
