@@ -203,8 +203,7 @@ def open_copy(snap: Snapshot, *, foreign_keys: bool = True, check_same_thread: b
     if foreign_keys:
         conn.execute("PRAGMA foreign_keys = ON")
     for limit, value in LIMITS:
-        conn.setlimit(limit, value)
-    conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, max_value)
+        conn.setlimit(limit, max_value if limit == sqlite3.SQLITE_LIMIT_LENGTH else value)
     return conn
 
 
@@ -529,6 +528,7 @@ class AllowedChanges:
         self.rules: dict[str, TableRule] = {}
         for table, value in (spec or {}).items():
             self.rules[str(table)] = parse_rule(str(table), value)
+        self._checked: set[str] = set()  # snapshots these rules were checked against
 
     @property
     def anything(self) -> bool:
@@ -537,6 +537,8 @@ class AllowedChanges:
     def check_against(self, snap: Snapshot, conn: sqlite3.Connection) -> None:
         """Fail early on a rule that names no table of the world (a typo) or has a ``where`` that does
         not run; evaluates each ``where`` on the start state once per snapshot (cached)."""
+        if snap.key in self._checked:
+            return
         for table, rule in self.rules.items():
             if table == "*":
                 continue
@@ -550,6 +552,7 @@ class AllowedChanges:
                     snap.start_keys[(table, rule.where)] = _matching_keys(conn, table, rule.where)
                 except sqlite3.Error as exc:
                     raise ValueError(f"allowed_changes.{table}.where: {rule.where!r}: {exc}") from None
+        self._checked.add(snap.key)
 
     def violations(self, changes: list[Change], start_conn: Any, end_conn: sqlite3.Connection,
                    start_cache: dict[tuple[str, str], set[Any]] | None = None) -> list[Change]:
