@@ -15,11 +15,12 @@ reports a write must not pass. So the judge works out, from the trajectory alone
 - what the answer *claims* was done, clause by clause: a change verb reported as done ("I
   marked", "Updated the email", "is deactivated", "is now blue"), a completion ("Done",
   "completed successfully"), or a state it found ("was already refunded"); a negated clause
-  ("it cannot be shipped") claims nothing. A change needs a write call; "done" needs a write
-  call when the instruction asks for a change (else any successful call); a found state needs a
-  successful call whose result shows it (for the clause's numbers, else the instruction's: a call
-  that named them, or a result row that holds them). Claims are checked when the
-  agent had tools (a text-only trajectory has nothing to back them with);
+  ("it cannot be shipped") or one not done yet ("has to be paid") claims nothing. A change needs
+  a write call; "done" needs a write call when the instruction asks for a change (else any
+  successful call); a found state needs a successful call whose result shows it, never a write
+  (for the clause's numbers, else the instruction's: a call that named them, or a result row that
+  holds them). Claims are checked when the agent had tools (a text-only trajectory has nothing
+  to back them with);
 - whether the answer *restates* the instruction: its content words (stop words and claim words
   aside, compared by a crude stem so that 'marked' is 'mark') that are not the instruction's are
   fewer than a quarter of its distinct content words, a new word a call's result also holds
@@ -38,8 +39,9 @@ The rules, per default dimension:
 
 - ``task_completion``: with verdicts, the mean over checkers of 1 (passed) or half the
   checker's partial score (failed); that partial credit is dropped when a checker failed and the
-  trajectory has nothing to show, claims what no call did, or says the task was done. Without verdicts (blind scoring,
-  e.g. calibration): 0 for nothing to show or an unbacked claim, else 0.5 x the success rate of
+  trajectory has nothing to show, claims what no call did, or says the task was done. Without
+  verdicts (blind scoring, e.g. calibration): 0 for nothing to show or an unbacked claim, else
+  0.5 x the success rate of
   tool calls (0 if tools were offered but none was called) + 0.3 for an answer of its own that
   does not admit failure + 0.2 for finishing within the steps after doing some work (a
   successful call, or no tools offered).
