@@ -260,6 +260,9 @@ def tool_reads_only(tool: ToolSpec | None, name: str) -> bool:
     """Whether a tool can only read: its description says read-only, or its name holds a reading verb
     ('sql_query', 'get_order', 'read') and neither the name nor the description a changing one.
     A tool we know nothing about may change the world (so an honest agent is never held to a guess)."""
+    declared = getattr(tool, "read_only", None)  # a tool spec that says so (MCP's readOnlyHint ...) is believed
+    if isinstance(declared, bool):
+        return declared
     description = tool.description if tool is not None else ""
     if _READ_ONLY_DESC.search(description):
         return True
@@ -467,9 +470,9 @@ def gather_evidence(trajectory: Trajectory, rules: Mapping[str, re.Pattern[str]]
             else:
                 ev.ungrounded.append(fact)
         given = {stem(w) for w in words(trajectory.instruction)}
-        content = [w for w in words(ev.answer) if w not in STOPWORDS and (len(w) > 1 or w.isdigit())]
-        distinct = set(content)
-        ev.new_words = list(dict.fromkeys(w for w in content if stem(w) not in given))
+        said = [w for w in words(ev.answer) if w not in STOPWORDS and (len(w) > 1 or w.isdigit())]
+        distinct = set(said)
+        ev.new_words = list(dict.fromkeys(w for w in said if stem(w) not in given))
         # a yes or no to a question is an answer, however much of the question it repeats
         replies = "?" in trajectory.instruction and (words(ev.answer)[:1] or [""])[0] in ("yes", "no")
         observed = {w for part in observations for w in words(part)}

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 from agentsynth_judge import DEFAULT_RUBRIC, HeuristicJudge, score_sync
@@ -176,8 +178,14 @@ def test_which_tools_only_read():
     assert tool_reads_only(ToolSpec("get_order", "Fetch one order."), "get_order")
     # what it cannot tell apart may write: an honest agent is never failed on a guess
     for name, description in [("frobnicate", ""), ("python_exec", "Run Python code"), ("list_and_delete", ""),
-                              ("search", "Search and update the index")]:
+                              ("search", "Search and update the index"), ("select", "Choose an option of a <select>")]:
         assert not tool_reads_only(ToolSpec(name, description), name), name
+    assert tool_reads_only(ToolSpec("listTickets", "GET /tickets: List tickets"), "listTickets")
+    assert not tool_reads_only(ToolSpec("fetchAndClose", "POST /tickets/{id}/close"), "fetchAndClose")
+    # a spec that declares it (a ``read_only`` field, as MCP's readOnlyHint) is believed over the name
+    declared = SimpleNamespace(name="get_and_archive", description="", read_only=False)
+    assert not tool_reads_only(declared, "get_and_archive")
+    assert tool_reads_only(SimpleNamespace(name="run", description="", read_only=True), "run")
 
 
 @pytest.mark.parametrize("calls", [
