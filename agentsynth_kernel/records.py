@@ -241,8 +241,24 @@ def _decoder(type_: type[T]) -> msgspec.json.Decoder[T]:
 
 
 def to_json(record: Any) -> bytes:
-    """Encode a record (or any msgspec-compatible value) to compact JSON bytes."""
-    return _encoder.encode(record)
+    """Encode a record (or any msgspec-compatible value) to compact JSON bytes.
+
+    A lone surrogate (an agent's tool argument decoded from ``"\\ud800"``, a server's reply) is not
+    UTF-8: such strings are written with U+FFFD in its place instead of failing the run's store."""
+    try:
+        return _encoder.encode(record)
+    except UnicodeEncodeError:
+        return _encoder.encode(_without_surrogates(msgspec.to_builtins(record)))
+
+
+def _without_surrogates(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    if isinstance(value, dict):
+        return {_without_surrogates(k): _without_surrogates(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without_surrogates(v) for v in value]
+    return value
 
 
 def from_json(data: bytes | str, type_: type[T]) -> T:
@@ -260,7 +276,10 @@ def write_jsonl(records: Iterable[Any], fp: IO[bytes]) -> int:
     buf = bytearray()
     n = 0
     for record in records:
-        _encoder.encode_into(record, buf)
+        try:
+            _encoder.encode_into(record, buf)
+        except UnicodeEncodeError:  # a lone surrogate somewhere in it: see to_json
+            buf.extend(to_json(record))
         buf.extend(b"\n")
         fp.write(buf)
         buf.clear()

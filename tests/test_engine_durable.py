@@ -51,6 +51,8 @@ class Scripted:
             return ToolCall("fail", {})
         if do == "sleep":
             return ToolCall("sleep", {"seconds": 1.5})
+        if do == "surrogate":  # what json.loads('"\\ud800"') gives a model's tool argument: not UTF-8
+            return ToolCall("set", {"key": "k", "value": "v\ud800"})
         return ToolCall("set", {"key": "k", "value": "wrong" if do == "wrong" else "v"})
 
 
@@ -189,6 +191,22 @@ def test_resume_runs_only_what_is_missing(cli, tmp_path):
     assert report["episodes"] == 4 and report["complete"] and report["counts"] == {"passed": 2, "failed": 2, "error": 0}
     starts = [d for k, d in events(tmp_path / "d") if k == "run_started"]
     assert [(s["pending"], s["restored"]) for s in starts] == [(4, 0), (1, 3)]
+
+
+def test_a_lone_surrogate_in_a_tool_argument_is_stored_not_a_crash_of_the_run(cli, tmp_path):
+    """A string that is not UTF-8 (a lone surrogate) reaches the store as U+FFFD: the episode is
+    kept and judged, the run goes on, and the report and exports read it back."""
+    write(tmp_path / "spec.yaml", spec_text([("odd", "surrogate"), ("a", "solve")]))
+    code, out, err = cli("run", "spec.yaml", "--run-dir", "d", "--json", "-")
+    assert code == 0 and "Traceback" not in err, err  # the run finished (a failed episode is a result)
+    assert stored(tmp_path / "d") == {("odd", 0): ("failed", "agent"), ("a", 0): ("passed", "")}
+    store = RunStore(tmp_path / "d", create=False)
+    try:
+        odd = next(r for r in store.results() if r.task_id == "odd")
+    finally:
+        store.close()
+    assert odd.trajectory.steps[0].action.arguments["value"] == "v\ufffd"
+    assert json.loads(out)["counts"] == {"passed": 1, "failed": 1, "error": 0}
 
 
 def test_changed_spec_is_refused_with_a_diff_unless_forced(cli, tmp_path):
