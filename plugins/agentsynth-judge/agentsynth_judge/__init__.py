@@ -10,8 +10,7 @@ Names are imported on first use, so loading the plugin (its entry point) imports
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from agentsynth_kernel import lazy_exports
 
 __version__ = "0.1.0"
 
@@ -37,12 +36,4 @@ _EXPORTS: dict[str, str | None] = {  # name -> the submodule it comes from (None
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _EXPORTS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    module = _EXPORTS[name]
-    value = importlib.import_module(f".{module or name}", __name__)
-    if module is not None:
-        value = getattr(value, name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
