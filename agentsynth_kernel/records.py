@@ -28,6 +28,10 @@ class ToolSpec(msgspec.Struct, frozen=True, omit_defaults=True):
     parameters: dict[str, Any] = msgspec.field(
         default_factory=lambda: {"type": "object", "properties": {}}
     )
+    # Whether calling the tool can change the world: True = it only reads (MCP's readOnlyHint, an HTTP
+    # GET, the sql world's sql_query), False = it may write, None = unknown. Judges use it to tell
+    # whether a call could back a claimed change; it is never sent to a model.
+    read_only: bool | None = None
 
     def to_openai(self) -> dict[str, Any]:
         """The ``tools=[...]`` entry of an OpenAI chat-completions request."""

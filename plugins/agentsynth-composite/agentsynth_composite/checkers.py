@@ -104,7 +104,7 @@ def project_trajectory(trajectory: Trajectory, world: str, env: Any = None) -> T
         first = child.first.content if child.first is not None else ""
     else:
         tag = f"[world {world}] "
-        tools = [ToolSpec(t.name[len(prefix):], t.description.removeprefix(tag), t.parameters)
+        tools = [ToolSpec(t.name[len(prefix):], t.description.removeprefix(tag), t.parameters, t.read_only)
                  for t in trajectory.tools if t.name.startswith(prefix)]
         first = trajectory.initial_observation
     return Trajectory(trajectory.task_id, trajectory.instruction, steps, tools, first, trajectory.system_prompt,

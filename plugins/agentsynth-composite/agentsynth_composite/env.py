@@ -267,7 +267,8 @@ class CompositeEnvironment:
                 if name in by_name:  # cannot happen with valid world names; kept as a guard
                     raise CompositeWorldError(f"tool name {name!r} is offered twice")
                 by_name[name] = (world, spec.name)
-                tools.append(ToolSpec(name, f"[world {world.name}] {spec.description}".rstrip(), spec.parameters))
+                tools.append(ToolSpec(name, f"[world {world.name}] {spec.description}".rstrip(), spec.parameters,
+                                          spec.read_only))
         self._tools, self._by_name = tools, by_name
 
     def _first_observation(self) -> Observation:

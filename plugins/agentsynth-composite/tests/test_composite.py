@@ -43,6 +43,7 @@ def test_tools_are_namespaced_with_valid_openai_names(both):
     assert names == ["c__inc", "c__get", "kv__put", "kv__get"]
     assert all(re.fullmatch(r"[a-zA-Z0-9_-]{1,64}", n) for n in names)
     assert result.trajectory.tools[0].description.startswith("[world c] ")
+    assert [t.read_only for t in result.trajectory.tools][:2] == [None, True]  # what a world says of its tools
     first = result.trajectory.initial_observation
     assert "World 'c' (t_counter; tools: c__inc, c__get)" in first and "a counter at 0" in first
     assert "World 'kv' (t_kv" in first and "an empty key-value store" in first

@@ -41,7 +41,7 @@ class Counter:
         return Observation(f"a counter at {self.count}", data={"count": self.count})
 
     def tools(self) -> list[ToolSpec]:
-        return [ToolSpec("inc", "add `by` to the counter", _OBJ), ToolSpec("get", "read the counter", {})]
+        return [ToolSpec("inc", "add `by` to the counter", _OBJ), ToolSpec("get", "read the counter", {}, read_only=True)]
 
     def step(self, call: ToolCall) -> Observation:
         if threading.get_ident() != self.thread:

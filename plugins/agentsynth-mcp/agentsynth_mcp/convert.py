@@ -53,7 +53,8 @@ def tool_spec(tool: Any, name: str | None = None) -> ToolSpec:
     if schema.get("type") == "object":
         schema.setdefault("properties", {})
     description = tool.description or getattr(tool, "title", None) or ""
-    return ToolSpec(name or tool.name, description, schema)
+    hint = getattr(getattr(tool, "annotations", None), "read_only_hint", None)  # the server's own word
+    return ToolSpec(name or tool.name, description, schema, read_only=hint if isinstance(hint, bool) else None)
 
 
 class MediaStore:

@@ -493,7 +493,8 @@ class McpEnvironment:
 
     def _redacted_spec(self, spec: ToolSpec) -> ToolSpec:
         """Tool descriptions and schemas that mention the episode's paths show the placeholders."""
-        return ToolSpec(spec.name, redact(spec.description, self._paths), redact(spec.parameters, self._paths))
+        return ToolSpec(spec.name, redact(spec.description, self._paths), redact(spec.parameters, self._paths),
+                        read_only=spec.read_only)
 
     def _require_session(self) -> McpSession:
         if self.session is None:
@@ -509,6 +510,7 @@ class McpEnvironment:
             f"Read an MCP resource of this server by URI.{hint}",
             {"type": "object", "properties": {"uri": {"type": "string", "description": "The resource URI"}},
              "required": ["uri"]},
+            read_only=True,
         )
 
     def _intro(self, info: ServerInfo) -> str:

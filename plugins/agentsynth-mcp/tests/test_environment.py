@@ -30,6 +30,9 @@ async def test_stdio_tools_resources_prompts_and_results(tmp_path, toy):
         assert tools["add"].parameters["properties"]["a"]["type"] == "integer"
         assert tools["add"].parameters["required"] == ["a", "b"]
         assert tools["add"].description == "Add two integers."
+        # the server's readOnlyHint is kept (judges read it), and never sent to a model
+        assert (tools["echo"].read_only, tools["add"].read_only, tools["read_resource"].read_only) == (True, None, True)
+        assert "read_only" not in str(tools["echo"].to_openai())
         # resources and prompts are listed, and a read_resource tool is offered
         assert "toy://readme" in first.content and "greet(name)" in first.content
         assert first.data["server"]["name"] == "toy"

@@ -24,6 +24,7 @@ if __name__ == "__main__":  # before the (slow) SDK import, so start-up failures
 
 from mcp.server.mcpserver import Context, Image, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
 from pydantic import BaseModel
 
 mcp = MCPServer("toy", version="0.1", instructions="A toy server for tests.", log_level="WARNING")
@@ -36,7 +37,7 @@ class Item(BaseModel):
     tags: list[str]
 
 
-@mcp.tool()
+@mcp.tool(annotations=ToolAnnotations(read_only_hint=True))  # the server says: calling it changes nothing
 def echo(text: str) -> str:
     """Return the text unchanged."""
     return text
