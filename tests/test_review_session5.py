@@ -247,8 +247,8 @@ def test_a_pack_validation_with_a_checker_whose_reference_does_not_import_names_
 def test_loading_every_plugin_imports_none_of_the_string_registered_component_modules():
     proc = together("""
         import sys
-        from agentsynth_kernel import get_host
-        host = get_host()
+        from agentsynth_kernel.commands.plugins import plugin_listing
+        plugin_listing()  # what `agentsynth plugins` computes when nothing is cached
         lazy = ["agentsynth_rest.env", "agentsynth_rest.checkers", "agentsynth_mcp.environment",
                 "agentsynth_mcp.checkers", "agentsynth_browser.environment", "agentsynth_browser.checkers",
                 "agentsynth_generate.api", "agentsynth_generate.spec", "agentsynth_bfcl.env"]
@@ -792,3 +792,58 @@ def test_a_fresh_host_resolves_a_reference_to_the_module_as_it_is_now(tmp_path, 
         assert fresh.get("environment", "lazyenv").factory.version == 2
     finally:
         sys.modules.pop("review5_reloaded_world", None)
+
+
+# --- 6. lazy_exports in a plugin whose entry point is its package ------------------------------------
+
+LAZY_PLUGIN_INIT = '''
+"""A plugin whose package is its entry point, exporting a heavy class lazily (as lazy.py advises)."""
+from agentsynth_kernel import hookimpl, lazy_exports
+
+__getattr__, __dir__ = lazy_exports(__name__, {"HeavyWorld": "heavy"})
+
+
+@hookimpl
+def register_environments(register):
+    register("heavy", "review5plug.heavy:HeavyWorld", description="imported on first use")
+'''
+
+
+def _lazy_plugin_distribution(root: Path, heavy: str) -> dict[str, str]:
+    """An installed distribution (dist-info on the path) whose entry point is a package using lazy_exports."""
+    info = root / "review5plug-0.1.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: review5plug\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[agentsynth]\nreview5plug = review5plug\n")
+    (root / "review5plug").mkdir()
+    (root / "review5plug" / "__init__.py").write_text(LAZY_PLUGIN_INIT)
+    (root / "review5plug" / "heavy.py").write_text(heavy)
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]),
+            "AGENTSYNTH_CACHE_DIR": str(root / "cache"), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+
+
+@pytest.mark.xfail(strict=True, reason="review: plugins._pack_distribution (plugins.py:145) runs getattr on every "
+                                       "name of dir(module) of each entry point; with lazy_exports' __dir__ that "
+                                       "imports every lazily exported submodule at every command (the laziness is lost)")
+def test_loading_a_plugin_package_with_lazy_exports_imports_none_of_them(tmp_path):
+    env = _lazy_plugin_distribution(tmp_path, "class HeavyWorld:\n    pass\n")
+    code = ("import sys\nfrom agentsynth_kernel import get_host\nhost = get_host()\n"
+            "print('review5plug' in host.plugins, 'review5plug.heavy' in sys.modules)\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["True", "False"]
+
+
+@pytest.mark.xfail(strict=True, reason="review: a plugin package using lazy_exports whose lazily exported module "
+                                       "needs an uninstalled extra makes EVERY agentsynth command fail ('internal "
+                                       "error: ModuleNotFoundError ... this is a bug'): _pack_distribution's "
+                                       "getattr(module, n, None) lets the ImportError out of load_entry_points, "
+                                       "outside the per-plugin isolation")
+def test_a_plugin_package_whose_lazy_export_cannot_import_does_not_break_every_command(tmp_path):
+    env = _lazy_plugin_distribution(tmp_path, "import review5_optional_dependency_not_installed\n\n"
+                                              "class HeavyWorld:\n    pass\n")
+    proc = subprocess.run([sys.executable, "-m", "agentsynth_kernel", "plugins", "--json"], capture_output=True,
+                          text=True, env=env, timeout=120, cwd=str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    names = {p["name"] for p in json.loads(proc.stdout)}
+    assert {"builtins", "review5plug"} <= names
