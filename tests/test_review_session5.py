@@ -847,3 +847,64 @@ def test_a_plugin_package_whose_lazy_export_cannot_import_does_not_break_every_c
     assert proc.returncode == 0, proc.stderr
     names = {p["name"] for p in json.loads(proc.stdout)}
     assert {"builtins", "review5plug"} <= names
+
+
+class SqliteWorld:
+    """A world on a thread-bound sqlite3 connection (check_same_thread=True), opened at reset."""
+
+    def __init__(self, initial: dict[str, str] | None = None) -> None:
+        self.initial = dict(initial or {})
+        self.conn: Any = None
+
+    def reset(self, seed: int) -> Any:
+        import sqlite3
+
+        from agentsynth_kernel import Observation
+
+        self.conn = sqlite3.connect(":memory:")  # usable only on the thread that opened it
+        self.conn.execute("CREATE TABLE kv (k TEXT PRIMARY KEY, v TEXT)")
+        self.conn.executemany("INSERT INTO kv VALUES (?, ?)", self.initial.items())
+        return Observation("ready")
+
+    def tools(self) -> list[Any]:
+        from agentsynth_kernel import ToolSpec
+
+        return [ToolSpec("set", "Set a key", {"type": "object", "properties": {"key": {"type": "string"},
+                                                                               "value": {"type": "string"}}})]
+
+    def step(self, call: Any) -> Any:
+        from agentsynth_kernel import Observation
+
+        self.conn.execute("INSERT OR REPLACE INTO kv VALUES (?, ?)", (call.arguments["key"], call.arguments["value"]))
+        return Observation("ok")
+
+    def close(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+
+
+class SqliteDemoPlugin:
+    @hookimpl
+    def register_environments(self, register):
+        register("sqlitekv", SqliteWorld)
+
+    @hookimpl
+    def checks_from_demo(self, environment, world, trajectory):
+        if environment != "sqlitekv":
+            return None
+        rows = dict(world.conn.execute("SELECT k, v FROM kv"))  # on the thread that played the world
+        changed = {k: v for k, v in rows.items() if world.initial.get(k) != v}
+        return {"changes": len(changed), "checkers": [{"type": "kv_equals", "key": k, "value": v}
+                                                        for k, v in sorted(changed.items())]}
+
+
+def test_a_world_on_a_thread_bound_sqlite_connection_plays_and_its_hook_reads_it(host, write):
+    from agentsynth_kernel.commands import pack_demo
+
+    host.add_plugin(SqliteDemoPlugin(), "sqlitedemo")
+    doc = {"environment": {"type": "sqlitekv", "initial": {"a": "1"}}, "id": "set-b", "instruction": "Set b to 2",
+           "actions": [SET_B, {"answer": "done"}]}
+    path = write("demo.yaml", yaml.safe_dump(doc, sort_keys=False))
+    checks, traj = asyncio.run(pack_demo.play(pack_demo.load_demo(path, host=host), host=host, timeout=30))
+    assert checks["checkers"] == [{"type": "kv_equals", "key": "b", "value": "2"}]
+    assert [s.observation.content for s in traj.steps if s.observation is not None] == ["ok"]
