@@ -70,10 +70,11 @@ def test_a_good_reference_resolves_to_the_named_object_dotted_attributes_too():
 
 
 @pytest.mark.xfail(strict=True, reason="review: _is_ref accepts a reference that can never resolve ('a:b:c', an empty "
-                                       "attribute part, a module name with spaces); it is registered and listed as "
-                                       "healthy, and fails only where a run uses it")
+                                       "attribute part, a module name with spaces, a relative module as "
+                                       "lazy_exports takes); it is registered and listed as healthy, and fails only "
+                                       "where a run uses it")
 @pytest.mark.parametrize("ref", ["agentsynth_testworld:KVWorld:extra", "agentsynth_testworld:KVWorld..x",
-                                 "not a module:KVWorld"])
+                                 "not a module:KVWorld", ".env:KVWorld"])
 def test_a_malformed_reference_is_refused_when_registered(ref):
     _host, info = _register_env(ref)
     assert info.registered == {} and info.errors
