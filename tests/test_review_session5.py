@@ -909,3 +909,22 @@ def test_a_world_on_a_thread_bound_sqlite_connection_plays_and_its_hook_reads_it
     checks, traj = asyncio.run(pack_demo.play(pack_demo.load_demo(path, host=host), host=host, timeout=30))
     assert checks["checkers"] == [{"type": "kv_equals", "key": "b", "value": "2"}]
     assert [s.observation.content for s in traj.steps if s.observation is not None] == ["ok"]
+
+
+@pytest.mark.xfail(strict=True, reason="review: composite's exploits read the oracle's final answer through the "
+                                       "kernel's oracle_actions, which now appends Answer(''): for an oracle that "
+                                       "ends on a tool call, _cross_namespace claims '' instead of its CLAIM (before "
+                                       "0e90413 it fell back to CLAIM)")
+def test_composite_exploits_fall_back_to_their_claim_for_an_oracle_without_an_answer(tmp_path):
+    (tmp_path / "p").mkdir()
+    (tmp_path / "p" / "pack.yaml").write_text("id: noanswer\nenvironment: {type: kv}\n"
+                                              "tasks:\n  - {id: t1, instruction: do it}\n")
+    (tmp_path / "p" / "oracle.py").write_text("ORACLE = {'t1': [{'tool': 'db__set', 'arguments': {'k': 'v'}}]}\n")
+    proc = together(f"""
+        from agentsynth_kernel import load_pack
+        from agentsynth_composite.exploits import CLAIM, _final_answer, oracle_actions
+        pack = load_pack({str(tmp_path / "p")!r}, validate=False)
+        print(_final_answer(oracle_actions(pack, pack.tasks[0])) == CLAIM, oracle_actions(pack, pack.tasks[0]))
+    """)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split(" ", 1)[0] == "True", proc.stdout
