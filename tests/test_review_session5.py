@@ -34,9 +34,12 @@ def together(code: str, timeout: float = 240) -> subprocess.CompletedProcess[str
     """``code`` in the venv where every plugin is installed (skipped where there is none)."""
     if not TOGETHER.is_file():
         pytest.skip("no .nox/together venv")
-    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "AGENTSYNTH_CACHE_DIR": "/nonexistent-cache"}
-    return subprocess.run([str(TOGETHER), "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                          timeout=timeout, env=env, cwd=str(ROOT))
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="review5-cache-") as cache:  # no listing cache read or left behind
+        env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "AGENTSYNTH_CACHE_DIR": cache}
+        return subprocess.run([str(TOGETHER), "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                              timeout=timeout, env=env, cwd=str(ROOT))
 
 
 # --- 1. "module:attribute" registration ---------------------------------------------------------------
