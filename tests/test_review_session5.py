@@ -931,3 +931,41 @@ def test_composite_exploits_fall_back_to_their_claim_for_an_oracle_without_an_an
     """)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split(" ", 1)[0] == "True", proc.stdout
+
+
+class KVPerturb:
+    """perturb_task for the kv world: relabel the value '2' as '3'."""
+
+    @hookimpl
+    def perturb_task(self, pack, task, seed):
+        from agentsynth_kernel.testing.adversarial import PerturbedTask
+
+        if pack.environment is None or pack.environment.type != "kv":
+            return None
+        return PerturbedTask.by_mapping(pack, task, {"2": "3"})
+
+
+def test_sibling_problems_replays_the_oracle_of_a_perturbable_task(host, write):
+    from agentsynth_kernel.testing.adversarial import sibling_problems
+
+    host.add_plugin(KVPerturb(), "kvperturb")
+    pack = _kv_pack(write, "ORACLE = {'set-b': [{'tool': 'set', 'arguments': {'key': 'b', 'value': '2'}}, "
+                           "{'answer': 'done'}], 'del-a': [{'tool': 'delete', 'arguments': {'key': 'a'}}]}\n")
+    assert asyncio.run(sibling_problems(pack, pack.tasks[0], host=host, timeout=30)) == ("ok", "")
+
+
+@pytest.mark.xfail(strict=True, reason="review: since 0e90413 sibling_problems returns None ('the world has no "
+                                       "perturbation') for a task the oracle's ORACLE table lacks: pack audit drops "
+                                       "that task's memorisation check without a word (before, the audit stopped "
+                                       "with 'ORACLE has no entry for task ...')")
+def test_sibling_problems_name_a_task_the_oracle_table_lacks(host, write):
+    from agentsynth_kernel.testing.adversarial import sibling_problems
+
+    host.add_plugin(KVPerturb(), "kvperturb")
+    pack = _kv_pack(write, "ORACLE = {'del-a': [{'tool': 'delete', 'arguments': {'key': 'a'}}]}\n")
+    try:
+        found = asyncio.run(sibling_problems(pack, pack.tasks[0], host=host, timeout=30))
+    except AgentsynthError as exc:
+        assert "set-b" in str(exc)
+        return
+    assert found is not None and "set-b" in found[1], found
