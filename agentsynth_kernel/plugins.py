@@ -70,6 +70,7 @@ class Registration:
     plugin: str
     description: str = ""
     _spec_cls: Any = None  # an attrs class, or "module:attribute"
+    _resolved: dict[str, Any] = attrs.field(factory=dict, eq=False, repr=False)  # reference -> object, this host's
 
     @property
     def factory(self) -> Any:
@@ -77,23 +78,23 @@ class Registration:
             return self._factory
         factory = _resolve(self._factory, self)
         if not callable(factory):
-            raise PluginError(f"plugin {self.plugin!r}: {self.kind} {self.name!r}: factory is not callable")
+            raise PluginError(f"plugin {self.plugin!r}: {self.kind} {self.name!r}: factory is not callable "
+                              f"({self._factory!r})")
         return factory
 
     @property
     def spec_cls(self) -> type | None:
         spec_cls = _resolve(self._spec_cls, self) if isinstance(self._spec_cls, str) else self._spec_cls
         if spec_cls is not None and not (isinstance(spec_cls, type) and attrs.has(spec_cls)):
-            raise PluginError(f"plugin {self.plugin!r}: {self.kind} {self.name!r}: spec_cls must be an attrs class")
+            what = f" ({self._spec_cls!r})" if isinstance(self._spec_cls, str) else ""
+            raise PluginError(f"plugin {self.plugin!r}: {self.kind} {self.name!r}: spec_cls must be an attrs class{what}")
         return spec_cls
 
 
-_resolved: dict[str, Any] = {}
-
-
 def _resolve(ref: str, reg: Registration) -> Any:
-    """The object a registered ``"module:attribute"`` names, imported once."""
-    value = _resolved.get(ref)
+    """The object a registered ``"module:attribute"`` names, looked up once per registration (a
+    new host, after a module was edited and reloaded, gets the module as it is now)."""
+    value = reg._resolved.get(ref)
     if value is None:
         import importlib
 
@@ -105,13 +106,32 @@ def _resolve(ref: str, reg: Registration) -> Any:
         except Exception as exc:
             raise PluginError(f"plugin {reg.plugin!r}: {reg.kind} {reg.name!r}: cannot import {ref!r}: "
                               f"{type(exc).__name__}: {exc}") from exc
-        _resolved[ref] = value
+        reg._resolved[ref] = value
     return value
 
 
 def _is_ref(value: Any) -> bool:
+    """A ``"package.module:attribute.path"`` reference: absolute dotted names on both sides."""
     module, sep, attribute = value.partition(":") if isinstance(value, str) else ("", "", "")
-    return bool(sep and module and attribute)
+    return bool(sep) and _dotted(module) and _dotted(attribute)
+
+
+def _dotted(text: str) -> bool:
+    return bool(text) and all(part.isidentifier() for part in text.split("."))
+
+
+def _missing_module(ref: str) -> str | None:
+    """Why the module of a reference cannot be found (None when it is installed): seen at
+    registration without importing it (``find_spec``), so ``agentsynth plugins`` reports a typo or
+    a missing dependency; the module itself is imported only on first use."""
+    import importlib.util
+
+    module = ref.partition(":")[0]
+    try:
+        found = importlib.util.find_spec(module)
+    except (ImportError, ValueError) as exc:  # a parent package that does not import
+        return f"{type(exc).__name__}: {exc}"
+    return None if found is not None else f"no module named {module!r}"
 
 
 @attrs.define
@@ -142,10 +162,13 @@ def _pack_distribution(module: Any) -> Path | None:
     entry point naming a package that holds ``pack.yaml`` and implements no hook. A pack author
     publishes a pack without writing a plugin; its version and content hash travel with results."""
     location = getattr(module, "__file__", None)
-    if not location or any(hasattr(getattr(module, n, None), "agentsynth_impl") for n in dir(module)):
+    if not location or not (Path(location).parent / "pack.yaml").is_file():
         return None
-    directory = Path(location).parent
-    return directory if (directory / "pack.yaml").is_file() else None
+    # what the module defines, not dir(): a package's lazy exports (lazy_exports' __dir__) would all
+    # be imported here, at every command, and one that cannot import would break them all
+    if any(hasattr(value, "agentsynth_impl") for value in vars(module).values()):
+        return None
+    return Path(location).parent
 
 
 class _PackDistribution:
@@ -277,10 +300,21 @@ class PluginHost:
         ) -> None:
             if not isinstance(name, str) or not name:
                 raise PluginError(f"plugin {plugin_name!r}: {kind} name must be a non-empty string, got {name!r}")
+            if kind == "pack" and _is_ref(factory):
+                raise PluginError(f"plugin {plugin_name!r}: pack {name!r}: a pack is registered with its directory "
+                                  f"(a Path), not a reference ({factory!r})")
             if kind != "pack" and not callable(factory) and not _is_ref(factory):
-                raise PluginError(f"plugin {plugin_name!r}: {kind} {name!r}: factory is not callable")
+                hint = f" (nor a 'package.module:attribute' reference: {factory!r})" if isinstance(factory, str) else ""
+                raise PluginError(f"plugin {plugin_name!r}: {kind} {name!r}: factory is not callable{hint}")
             if spec_cls is not None and not _is_ref(spec_cls) and not (isinstance(spec_cls, type) and attrs.has(spec_cls)):
-                raise PluginError(f"plugin {plugin_name!r}: {kind} {name!r}: spec_cls must be an attrs class")
+                hint = f" (nor a 'package.module:attribute' reference: {spec_cls!r})" if isinstance(spec_cls, str) else ""
+                raise PluginError(f"plugin {plugin_name!r}: {kind} {name!r}: spec_cls must be an attrs class{hint}")
+            for what, value in (("factory", factory), ("spec_cls", spec_cls)):
+                missing = _missing_module(value) if isinstance(value, str) and kind != "pack" else None
+                if missing:  # registered all the same (a use names the import error); `agentsynth plugins` shows it now
+                    message = f"{kind} {name!r}: {what} {value!r}: {missing}"
+                    info.errors.append(message)
+                    log.warning("agentsynth: plugin %r: %s", plugin_name, message)
             existing = entries.get(name)
             if existing is not None:
                 message = (

@@ -72,10 +72,6 @@ def test_a_good_reference_resolves_to_the_named_object_dotted_attributes_too():
     assert host.get("environment", "joiner").factory is os.path.join
 
 
-@pytest.mark.xfail(strict=True, reason="review: _is_ref accepts a reference that can never resolve ('a:b:c', an empty "
-                                       "attribute part, a module name with spaces, a relative module as "
-                                       "lazy_exports takes); it is registered and listed as healthy, and fails only "
-                                       "where a run uses it")
 @pytest.mark.parametrize("ref", ["agentsynth_testworld:KVWorld:extra", "agentsynth_testworld:KVWorld..x",
                                  "not a module:KVWorld", ".env:KVWorld"])
 def test_a_malformed_reference_is_refused_when_registered(ref):
@@ -85,7 +81,8 @@ def test_a_malformed_reference_is_refused_when_registered(ref):
 
 def test_a_reference_that_does_not_import_fails_where_it_is_used_naming_plugin_and_reference():
     host, info = _register_env("agentsynth_no_such_module_xyz:World")
-    assert info.errors == []
+    assert info.errors == ["environment 'lazyenv': factory 'agentsynth_no_such_module_xyz:World': no module named "
+                           "'agentsynth_no_such_module_xyz'"]  # listed now, and still named where it is used
     reg = host.get("environment", "lazyenv")
     with pytest.raises(PluginError) as exc:
         _ = reg.factory
@@ -174,10 +171,10 @@ def test_a_run_of_a_world_whose_reference_does_not_import_is_a_named_error_not_a
     assert "Traceback" not in err and "this is a bug" not in err, err
 
 
-def test_a_world_whose_factory_reference_breaks_after_its_spec_checked_errors_each_episode_by_name(
+def test_a_world_whose_factory_reference_breaks_after_its_spec_checked_is_refused_before_any_episode(
         host, cli, write):
-    """spec_cls resolves (the spec checks), the factory does not: every episode is an environment error
-    naming the plugin and the reference, the run goes on to the next and ends with a message."""
+    """spec_cls resolves, the factory does not: checking the spec resolves both (lead, after the
+    review), so the run is refused up front with one named problem instead of erroring every episode."""
     import attrs
 
     @attrs.frozen
@@ -194,7 +191,7 @@ def test_a_world_whose_factory_reference_breaks_after_its_spec_checked_errors_ea
     code, out, err = cli("run", "spec.yaml", "--run-dir", "rd")
     assert code != 0 and "Traceback" not in err
     assert "plugin 'halfbroken': environment 'brokenworld': cannot import" in err, err
-    assert "t1" in out and "t2" in out
+    assert "spec.yaml" in err and "agentsynth_review5_missing_module:World" in err
 
 
 def test_the_plugins_command_lists_the_string_registered_components_of_real_plugins():
@@ -215,11 +212,6 @@ def test_the_plugins_command_lists_the_string_registered_components_of_real_plug
         assert infos["rest"][0]["checker"] == ["http", "rest_db"] and infos["rest"][0]["environment"] == ["rest"]
 
 
-@pytest.mark.xfail(strict=True, reason="review: 'agentsynth plugins' lists a plugin whose registered module does not "
-                                       "exist (a typo, or an uninstalled dependency's package) as healthy: with the "
-                                       "imports moved out of the register hooks, nothing reports it until a run uses it "
-                                       "(before, the hook's import failure was a warning under the plugin), and a "
-                                       "healthy listing is cached")
 def test_agentsynth_plugins_reports_a_reference_whose_module_does_not_exist(host, cli):
     host.add_plugin(BrokenRefPlugin(), "brokenref")
     code, out, err = cli("plugins", "--json")
@@ -262,9 +254,6 @@ def test_loading_every_plugin_imports_none_of_the_string_registered_component_mo
     assert proc.stdout.strip().splitlines()[-1] == "[]"
 
 
-@pytest.mark.xfail(strict=True, reason="review: composite registers its environment as a string, but its "
-                                       "register_checkers hook imports agentsynth_composite.checkers, which imports "
-                                       "agentsynth_composite.env at once: every command still loads the module")
 def test_loading_the_composite_plugin_does_not_import_its_environment_module():
     proc = together("""
         import sys
@@ -414,11 +403,6 @@ def test_the_oracle_policy_names_an_oracle_file_that_does_not_exist(write):
         OraclePolicy(pack.tasks[0], pack, file="missing.py")
 
 
-@pytest.mark.xfail(strict=True, reason="review: the public oracle_actions() returns the episode script (_actions), "
-                                       "which appends Answer('') to an oracle that gives no answer: callers that "
-                                       "read the oracle's own answer get an invented empty one (composite's "
-                                       "_cross_namespace exploit now answers '' instead of its CLAIM; export's old "
-                                       "copy returned only the oracle's actions)")
 def test_oracle_actions_are_what_the_oracle_gives_without_an_invented_answer(write):
     from agentsynth_kernel import Answer, oracle_actions
 
@@ -486,11 +470,6 @@ def test_resolve_run_spec_runs_from_any_directory_and_the_given_spec_is_unchange
     assert [r.status for r in run.results] == ["passed"], [r.error for r in run.results]
 
 
-@pytest.mark.xfail(strict=True, reason="review: resolve_pack(spec, ...) is public and used to finish the spec in "
-                                       "place; now the caller's spec keeps its relative policy file, so "
-                                       "'pack = resolve_pack(spec, ...); execute(spec, pack)' (the ray tests' and "
-                                       "bench's pattern) with a named pack and a callable policy errors every episode, "
-                                       "with no warning from resolve_pack")
 def test_the_resolve_pack_then_execute_pattern_still_runs_a_callable_policy_with_a_named_pack(
         write, host, tmp_path, monkeypatch):
     from agentsynth_kernel import RunSpec, execute, resolve_pack, structure
@@ -597,10 +576,6 @@ def test_the_demo_hook_runs_on_the_thread_that_played_the_world(host, write):
     assert seen == ["agentsynth-episode"] and checks["checkers"] == [{"type": "kv_equals", "key": "b", "value": "2"}]
 
 
-@pytest.mark.xfail(strict=True, reason="review: pack_demo._play calls the hook through a new lambda each time; "
-                                       "SyncWorker.call caches how to call it in episode._how_to_call (lru_cache, "
-                                       "4096 entries) keyed by the lambda, whose closure holds the world and the "
-                                       "trajectory: every played demonstration's world stays alive in the process")
 def test_a_played_demonstration_leaves_no_world_alive(host, write):
     from agentsynth_kernel.commands import pack_demo
 
@@ -616,11 +591,6 @@ def test_a_played_demonstration_leaves_no_world_alive(host, write):
     assert len(_LIVE) <= 1, len(_LIVE)
 
 
-@pytest.mark.xfail(strict=True, reason="review: after the demonstration's timeout, _play queues env.close behind the "
-                                       "stuck call on the same worker thread and gives up after 5 s: the world is "
-                                       "never closed while the call is stuck (the CLI exits with it open: a container "
-                                       "or server left behind), and the timeout overruns by 5 s; an episode closes "
-                                       "on a fresh worker when its worker is busy (episode.py)")
 def test_a_demonstration_that_times_out_closes_its_world_promptly(host, write):
     from agentsynth_kernel.commands import pack_demo
 
@@ -689,10 +659,6 @@ def test_pack_new_from_a_stored_episode_reads_the_finished_stored_spec(host, cli
     assert [c.params for c in pack.tasks[0].checkers] == [{"key": "b", "value": "2"}]
 
 
-@pytest.mark.xfail(strict=True, reason="review: the register callback's docs now say a factory may be a "
-                                       "'module:attribute' string, but a pack registered that way is taken as a path "
-                                       "(Path('pkg:packs')); registering accepts it and load_pack's error names neither "
-                                       "the pack nor the plugin ('pkg:packs: file not found')")
 def test_a_pack_registered_with_a_module_attribute_string_is_refused_or_named():
     from agentsynth_kernel import load_pack
 
@@ -757,10 +723,6 @@ class SlowClosePlugin(DemoPlugin):
         register("tracked", SlowCloseWorld)
 
 
-@pytest.mark.xfail(strict=True, reason="review: pack_demo._play gives env.close 5 s on every path, the success one "
-                                       "too (an episode gives it 30 s); a world that closes slower is abandoned "
-                                       "mid-close and the CLI exits with its daemon worker thread killed (before "
-                                       "this change, close was awaited to the end)")
 def test_a_successful_demonstration_waits_for_a_slow_close(host, write):
     from agentsynth_kernel.commands import pack_demo
 
@@ -776,10 +738,6 @@ RELOAD_V1 = "class World:\n    version = 1\n"
 RELOAD_V2 = "class World:\n    version = 2  # edited: a longer file, so the bytecode cache sees the change\n"
 
 
-@pytest.mark.xfail(strict=True, reason="review: plugins._resolved caches a reference's object for the process, "
-                                       "keyed by the string alone, across hosts: after reset_plugins() and a reload "
-                                       "of the edited module (a notebook, a long-lived service, a test reusing a "
-                                       "module name) a fresh host still builds the old class")
 def test_a_fresh_host_resolves_a_reference_to_the_module_as_it_is_now(tmp_path, monkeypatch):
     import importlib
 
@@ -826,9 +784,6 @@ def _lazy_plugin_distribution(root: Path, heavy: str) -> dict[str, str]:
             "AGENTSYNTH_CACHE_DIR": str(root / "cache"), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
 
 
-@pytest.mark.xfail(strict=True, reason="review: plugins._pack_distribution (plugins.py:145) runs getattr on every "
-                                       "name of dir(module) of each entry point; with lazy_exports' __dir__ that "
-                                       "imports every lazily exported submodule at every command (the laziness is lost)")
 def test_loading_a_plugin_package_with_lazy_exports_imports_none_of_them(tmp_path):
     env = _lazy_plugin_distribution(tmp_path, "class HeavyWorld:\n    pass\n")
     code = ("import sys\nfrom agentsynth_kernel import get_host\nhost = get_host()\n"
@@ -838,11 +793,6 @@ def test_loading_a_plugin_package_with_lazy_exports_imports_none_of_them(tmp_pat
     assert proc.stdout.split() == ["True", "False"]
 
 
-@pytest.mark.xfail(strict=True, reason="review: a plugin package using lazy_exports whose lazily exported module "
-                                       "needs an uninstalled extra makes EVERY agentsynth command fail ('internal "
-                                       "error: ModuleNotFoundError ... this is a bug'): _pack_distribution's "
-                                       "getattr(module, n, None) lets the ImportError out of load_entry_points, "
-                                       "outside the per-plugin isolation")
 def test_a_plugin_package_whose_lazy_export_cannot_import_does_not_break_every_command(tmp_path):
     env = _lazy_plugin_distribution(tmp_path, "import review5_optional_dependency_not_installed\n\n"
                                               "class HeavyWorld:\n    pass\n")
@@ -914,10 +864,6 @@ def test_a_world_on_a_thread_bound_sqlite_connection_plays_and_its_hook_reads_it
     assert [s.observation.content for s in traj.steps if s.observation is not None] == ["ok"]
 
 
-@pytest.mark.xfail(strict=True, reason="review: composite's exploits read the oracle's final answer through the "
-                                       "kernel's oracle_actions, which now appends Answer(''): for an oracle that "
-                                       "ends on a tool call, _cross_namespace claims '' instead of its CLAIM (before "
-                                       "0e90413 it fell back to CLAIM)")
 def test_composite_exploits_fall_back_to_their_claim_for_an_oracle_without_an_answer(tmp_path):
     (tmp_path / "p").mkdir()
     (tmp_path / "p" / "pack.yaml").write_text("id: noanswer\nenvironment: {type: kv}\n"
@@ -954,10 +900,6 @@ def test_sibling_problems_replays_the_oracle_of_a_perturbable_task(host, write):
     assert asyncio.run(sibling_problems(pack, pack.tasks[0], host=host, timeout=30)) == ("ok", "")
 
 
-@pytest.mark.xfail(strict=True, reason="review: since 0e90413 sibling_problems returns None ('the world has no "
-                                       "perturbation') for a task the oracle's ORACLE table lacks: pack audit drops "
-                                       "that task's memorisation check without a word (before, the audit stopped "
-                                       "with 'ORACLE has no entry for task ...')")
 def test_sibling_problems_name_a_task_the_oracle_table_lacks(host, write):
     from agentsynth_kernel.testing.adversarial import sibling_problems
 

@@ -323,8 +323,8 @@ def _named_pack(write: Any, host: Any) -> None:
 
 
 def test_resolving_a_run_leaves_the_given_spec_as_it_was(write, host):
-    """resolve_run hands back a finished copy (code files absolute); a spec a caller holds, reuses or
-    compares is never changed under it."""
+    """resolve_run hands back a finished copy (code files absolute) and leaves the given spec alone;
+    resolve_pack, for callers that run the spec they passed, still finishes it in place."""
     from agentsynth_kernel import RunSpec, resolve_pack, resolve_run, structure
 
     _named_pack(write, host)
@@ -335,8 +335,9 @@ def test_resolving_a_run_leaves_the_given_spec_as_it_was(write, host):
     finished, pack = resolve_run(given, base_dir=path.parent, source=str(path), host=host)
     assert given.policy.params["function"] == "agent.py:act"
     assert finished.policy.params["function"] == f"{path.parent / 'agent.py'}:act" and finished is not given
+    # resolve_pack keeps its old contract for callers that run the spec they passed: finished in place
     assert resolve_pack(given, base_dir=path.parent, source=str(path), host=host).id == pack.id == "kvpack"
-    assert given.policy.params["function"] == "agent.py:act"
+    assert given.policy == finished.policy
 
 
 @pytest.mark.parametrize("function", ["act", "act_async"])

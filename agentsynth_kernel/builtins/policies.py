@@ -198,7 +198,8 @@ class OraclePolicy(ScriptedPolicy):
 
 def oracle_actions(pack: Pack, task: Task, file: Path | None = None) -> list[Action] | None:
     """The actions the pack's oracle (``file``, else ``pack.oracle_path``) gives for ``task``:
-    ``solve(task)``'s, or ``ORACLE[task.id]``. None when there is no oracle file or the table has no
+    ``solve(task)``'s, or ``ORACLE[task.id]``, as ToolCall / Answer objects and nothing more (the
+    OraclePolicy ends a script without an answer with an empty one). None when there is no oracle file or the table has no
     entry for the task; an AgentsynthError naming the file when the oracle does not import or is
     not one of the two forms. ``solve`` runs at every call, so a nondeterministic oracle shows up
     in ``pack validate``'s determinism gate."""
@@ -221,7 +222,8 @@ def oracle_actions(pack: Pack, task: Task, file: Path | None = None) -> list[Act
         raw = table[task.id]
     else:
         raise AgentsynthError(f"{path}: define solve(task) or ORACLE = {{task_id: [actions]}}")
-    return _actions(list(raw or []), f"{path}: task {task.id!r}: action {{}}")
+    where = f"{path}: task {task.id!r}: action {{}}"
+    return [to_action(a, where.format(i)) for i, a in enumerate(raw or [])]  # as given: no answer added
 
 
 def to_action(value: Any, where: str = "action") -> Action:

@@ -232,67 +232,81 @@ def _from_run(run_dir: Path, task_id: str, trial: int | None, *, host: Any) -> D
 # --- playing it -----------------------------------------------------------------------------------
 
 
+CLOSE_SECONDS = 30.0  # what an episode gives its world's close
+
+
 async def play(demo: Demo, *, host: Any, timeout: float = 60.0) -> tuple[dict[str, Any], Any]:
-    """Run the actions in a fresh world and ask its plugin for the checks: (checks, trajectory)."""
-    try:
-        return await asyncio.wait_for(_play(demo, host), timeout=timeout)
-    except TimeoutError:
-        raise AgentsynthError(f"{demo.source}: the demonstration did not finish within {timeout:g}s") from None
+    """Run the actions in a fresh world and ask its plugin for the checks: (checks, trajectory).
 
-
-async def _play(demo: Demo, host: Any) -> tuple[dict[str, Any], Any]:
+    The world's sync methods and the hook run on a worker thread, as in an episode: one that
+    blocks cannot hold the event loop, so the timeout still ends the demonstration; the world is
+    then closed on a fresh thread, not queued behind the stuck call."""
     kind = demo.environment.type
     try:
         env = build("environment", demo.environment, host=host, base_dir=demo.base_dir, task=demo.task)
     except Exception as exc:  # a world that cannot be built is the demonstration's error, named
         raise AgentsynthError(f"{demo.source}: environment {kind!r}: {_why(exc)}") from None
-    # the world's sync methods and the hook run on a worker thread, as in an episode: one that
-    # blocks cannot hold the event loop, so play()'s timeout still ends the demonstration
     worker = SyncWorker()
+    try:
+        return await asyncio.wait_for(_play(demo, host, env, worker), timeout=timeout)
+    except TimeoutError:
+        raise AgentsynthError(f"{demo.source}: the demonstration did not finish within {timeout:g}s") from None
+    finally:
+        closer = worker if not worker.busy else SyncWorker()
+        try:
+            await asyncio.wait_for(closer.call(env.close), timeout=CLOSE_SECONDS)
+        except Exception:  # a failing close does not change what the demonstration did
+            pass
+        finally:
+            closer.stop()
+            worker.stop()
+
+
+def _ask_plugins(hook: Any, kind: str, env: Any, trajectory: Trajectory) -> Any:
+    """The hook's answer (a module function: a lambda per call would be kept, world and all, in the
+    engine's cache of how to call a function)."""
+    return hook(environment=kind, world=env, trajectory=trajectory)
+
+
+async def _play(demo: Demo, host: Any, env: Any, worker: SyncWorker) -> tuple[dict[str, Any], Any]:
+    kind = demo.environment.type
     call = worker.call
     try:
+        await call(env.reset, demo.seed)
+        tools = list(await call(env.tools))
+    except Exception as exc:
+        raise AgentsynthError(f"{demo.source}: environment {kind!r} failed to start: {_why(exc)}") from None
+    names = {t.name for t in tools}
+    traj = Trajectory(demo.task.id, demo.task.instruction)
+    traj.tools = tools
+    for i, action in enumerate(demo.actions):
+        if isinstance(action, Answer):
+            traj.steps.append(Step(action, None, i, 0.0))
+            break
+        where = f"{demo.source}: actions[{i}] ({action.name})"
+        if action.name not in names:
+            raise AgentsynthError(f"{where}: the world has no tool {action.name!r}"
+                                  f"{did_you_mean(action.name, sorted(names))} (tools: {', '.join(sorted(names))})")
         try:
-            await call(env.reset, demo.seed)
-            tools = list(await call(env.tools))
+            obs = await call(env.step, action)
         except Exception as exc:
-            raise AgentsynthError(f"{demo.source}: environment {kind!r} failed to start: {_why(exc)}") from None
-        names = {t.name for t in tools}
-        traj = Trajectory(demo.task.id, demo.task.instruction)
-        traj.tools = tools
-        for i, action in enumerate(demo.actions):
-            if isinstance(action, Answer):
-                traj.steps.append(Step(action, None, i, 0.0))
-                break
-            where = f"{demo.source}: actions[{i}] ({action.name})"
-            if action.name not in names:
-                raise AgentsynthError(f"{where}: the world has no tool {action.name!r}"
-                                      f"{did_you_mean(action.name, sorted(names))} (tools: {', '.join(sorted(names))})")
-            try:
-                obs = await call(env.step, action)
-            except Exception as exc:
-                raise AgentsynthError(f"{where}: the world raised {_why(exc)}") from None
-            if obs.error:
-                raise AgentsynthError(f"{where}: the world returned an error: {obs.content.strip()[:500]}")
-            traj.steps.append(Step(action, obs, i, 0.0))
-        hook = getattr(host.pm.hook, HOOK, None)
-        result = None
-        if hook is not None:
-            try:
-                result = await call(lambda: hook(environment=kind, world=env, trajectory=traj))
-            except ValueError as exc:  # a change the world's plugin cannot check: its message says which
-                raise AgentsynthError(f"{demo.source}: {exc}") from None
-            except Exception as exc:  # a plugin's bug: named, not a traceback
-                raise AgentsynthError(f"{demo.source}: the {kind!r} world's {HOOK} hook failed: {_why(exc)}") from None
-        if result is None:
-            raise AgentsynthError(f"{demo.source}: no installed plugin writes checks from a demonstration in a "
-                                  f"{kind!r} world (the {HOOK} hook)")
-        return _checked_result(result, demo.source, kind), traj
-    finally:
-        try:  # after a timeout the worker may still be stuck in the world: do not wait for it long
-            await asyncio.wait_for(call(env.close), timeout=5)
-        except (Exception, asyncio.CancelledError):  # a failing close does not change what the demonstration did
-            pass
-        worker.stop()
+            raise AgentsynthError(f"{where}: the world raised {_why(exc)}") from None
+        if obs.error:
+            raise AgentsynthError(f"{where}: the world returned an error: {obs.content.strip()[:500]}")
+        traj.steps.append(Step(action, obs, i, 0.0))
+    hook = getattr(host.pm.hook, HOOK, None)
+    result = None
+    if hook is not None:
+        try:
+            result = await call(_ask_plugins, hook, kind, env, traj)
+        except ValueError as exc:  # a change the world's plugin cannot check: its message says which
+            raise AgentsynthError(f"{demo.source}: {exc}") from None
+        except Exception as exc:  # a plugin's bug: named, not a traceback
+            raise AgentsynthError(f"{demo.source}: the {kind!r} world's {HOOK} hook failed: {_why(exc)}") from None
+    if result is None:
+        raise AgentsynthError(f"{demo.source}: no installed plugin writes checks from a demonstration in a "
+                              f"{kind!r} world (the {HOOK} hook)")
+    return _checked_result(result, demo.source, kind), traj
 
 
 def _why(exc: BaseException) -> str:

@@ -159,9 +159,14 @@ def load_run_spec(path: str | Path, *, host: PluginHost | None = None, overrides
 
 
 def resolve_pack(spec: RunSpec, *, base_dir: Path, source: str, host: PluginHost) -> Pack:
-    """The pack a run spec selects, with every component name checked (see :func:`resolve_run`
-    for the spec as a run uses it)."""
-    return resolve_run(spec, base_dir=base_dir, source=source, host=host)[1]
+    """The pack a run spec selects, with every component name checked. Kept for callers that run
+    ``spec`` itself afterwards: it also finishes ``spec`` in place (its policy's and judge's code
+    files made absolute, as :func:`resolve_run` returns them). New code: use :func:`resolve_run`,
+    which leaves the given spec alone."""
+    finished, pack = resolve_run(spec, base_dir=base_dir, source=source, host=host)
+    for field in ("policy", "judge"):
+        object.__setattr__(spec, field, getattr(finished, field))
+    return pack
 
 
 def resolve_run(spec: RunSpec, *, base_dir: Path, source: str, host: PluginHost) -> tuple[RunSpec, Pack]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import inspect
 from pathlib import Path
 
-from ..errors import SpecError, did_you_mean
+from ..errors import PluginError, SpecError, did_you_mean
 from ..importing import CodeRef, absolute_code_ref, code_ref_problem
 from ..plugins import PluginHost, Registration
 from .hints import _markers, _parameter_hints, _type_problems
@@ -23,8 +23,11 @@ def check_component(kind: str, cspec: ComponentSpec, where: str, host: PluginHos
     relative to ``base_dir`` (the folder of the file that names the component)."""
     try:
         reg = host.get(kind, cspec.type)
+        _ = (reg.spec_cls, reg.factory)  # a "module:attribute" that does not import is one problem of many
     except KeyError as exc:
         return [f"{where}.type: {exc.args[0]}"]
+    except PluginError as exc:
+        return [f"{where}.type: {exc}"]
     if reg.spec_cls is not None:
         try:
             structure(cspec.params, reg.spec_cls, source="", prefix=where)

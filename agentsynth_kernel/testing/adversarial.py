@@ -314,6 +314,7 @@ async def sibling_problems(pack: Pack, task: Task, *, host: PluginHost, seed: in
     (``not_isomorphic``: a perturbation bug, not a farm); None when the world has no perturbation."""
     from ..builtins.policies import oracle_actions
     from ..episode import EpisodeConfig, run_episode
+    from ..errors import AgentsynthError
     from ..spec import ComponentSpec
 
     if pack.oracle_path is None or not pack.oracle_path.is_file():
@@ -322,8 +323,8 @@ async def sibling_problems(pack: Pack, task: Task, *, host: PluginHost, seed: in
     if sibling is None:
         return None
     original = oracle_actions(pack, task)
-    if original is None:
-        return None
+    if original is None:  # the oracle has nothing for this task: its memorisation cannot be checked, say so
+        raise AgentsynthError(f"{pack.oracle_path}: ORACLE has no entry for task {task.id!r}")
 
     async def play(actions: list[Any]) -> Any:
         config = EpisodeConfig(ComponentSpec("scripted", {"actions": actions}), timeout=timeout)

@@ -18,15 +18,11 @@ def register_environments(register: Any) -> None:
 
 @hookimpl
 def register_checkers(register: Any) -> None:
-    from .checkers import (
-        CompositeAnswerCheckSpec,
-        CompositeChecker,
-        CompositeCheckSpec,
-    )
-
-    register("composite", CompositeChecker, spec_cls=CompositeCheckSpec,
+    register("composite", "agentsynth_composite.checkers:CompositeChecker",
+             spec_cls="agentsynth_composite.checkers:CompositeCheckSpec",
              description="Any world-state checker, run against one named world of a composite environment")
-    register("composite_answer", "agentsynth_composite.checkers:CompositeAnswerChecker", spec_cls=CompositeAnswerCheckSpec,
+    register("composite_answer", "agentsynth_composite.checkers:CompositeAnswerChecker",
+             spec_cls="agentsynth_composite.checkers:CompositeAnswerCheckSpec",
              description="Any answer checker that reads one named world of a composite environment")
 
 

@@ -286,28 +286,19 @@ def checker_catalog(ctx: SynthContext) -> str:
 
 
 def load_oracle(pack: Pack) -> dict[str, list[dict[str, Any]]]:
-    """The pack's oracle actions per task, as plain dicts (empty when there is none)."""
-    from agentsynth_kernel import import_file
+    """The pack's oracle actions per task, as plain dicts (a task the oracle cannot script is left out)."""
+    from agentsynth_kernel import oracle_actions
 
-    path = pack.oracle_path
-    if path is None or not path.is_file():
-        return {}
-    module = import_file(path)
     out = {}
     for task in pack.tasks:
         try:
-            script = module.solve(task) if callable(getattr(module, "solve", None)) else module.ORACLE.get(task.id)
-        except Exception:
+            script = oracle_actions(pack, task)
+        except Exception:  # a broken oracle scripts nothing
             continue
-        acts = []
-        for a in script or []:
-            if isinstance(a, ToolCall):
-                acts.append({"tool": a.name, "arguments": dict(a.arguments)})
-            elif isinstance(a, dict):
-                acts.append(a)
-            elif hasattr(a, "content"):
-                acts.append({"answer": a.content})
-        out[task.id] = acts
+        if script is None:
+            continue
+        out[task.id] = [{"tool": a.name, "arguments": dict(a.arguments)} if isinstance(a, ToolCall)
+                        else {"answer": a.content} for a in script]
     return out
 
 
