@@ -345,6 +345,7 @@ class LLMClient:
         secrets += [v for v in (headers or {}).values() if len(v) >= 6]
         attempt = 0
         started = time.perf_counter()
+        await transport.prepare()  # a first-use import: not inside the rate limiter's turn
         while True:
             attempt += 1
             if state.limiter is not None:

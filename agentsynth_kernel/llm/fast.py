@@ -50,6 +50,12 @@ class FastTransport:
         await import_off_loop("httpx")
         self.backend = "httpx"
 
+    async def prepare(self) -> None:
+        """Import the HTTP backend on first use (off the loop). The client calls it before a
+        request takes its rate-limit turn, so no turn is spent waiting for the import."""
+        if self.backend == "auto" or (self.backend == "aiohttp" and self._aiohttp is None):
+            await self._resolve_backend()
+
     async def _closer(self) -> AsyncGenerator[None, None]:
         """An async generator parked in the loop: ``asyncio.run`` closes it at shutdown, which
         closes the pool, so no "unclosed session" warning even if nobody calls aclose()."""
@@ -72,8 +78,7 @@ class FastTransport:
             headers["authorization"] = f"Bearer {api_key}"
         assert route.api_base is not None
         url = route.api_base + "/chat/completions"
-        if self.backend == "auto" or (self.backend == "aiohttp" and self._aiohttp is None):
-            await self._resolve_backend()
+        await self.prepare()
         if self.backend == "aiohttp":
             code, content, retry_after = await self._post_aiohttp(url, body, headers)
         else:

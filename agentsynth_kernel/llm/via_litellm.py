@@ -38,8 +38,14 @@ class LiteLLMTransport:
     def __init__(self, *, timeout: float) -> None:
         self.timeout = timeout
 
+    async def prepare(self) -> None:
+        """Import litellm on first use (off the loop), before a request takes its rate-limit turn."""
+        if _LITELLM is None:
+            await asyncio.to_thread(_import_litellm)
+
     async def send(self, route: Route, request: dict[str, Any], api_key: str | None) -> tuple[LLMResponse, bool]:
-        litellm = _LITELLM if _LITELLM is not None else await asyncio.to_thread(_import_litellm)
+        await self.prepare()
+        litellm = _LITELLM
         kwargs = dict(request)
         kwargs["model"] = route.model
         if route.api_base:
