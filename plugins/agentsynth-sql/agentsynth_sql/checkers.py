@@ -94,6 +94,17 @@ def _norm(value: Any) -> Any:
     return value
 
 
+_KEPT = frozenset({int, str, bytes, type(None)})  # what _norm returns unchanged
+
+
+def _norm_row(row: Any) -> Any:
+    """:func:`_norm` of a row, without a call per value for the common row (a tuple of SQLite's
+    ints, texts, blobs and NULLs: kept as it is)."""
+    if type(row) is tuple and all(map(_KEPT.__contains__, map(type, row))):
+        return row
+    return _norm(row)
+
+
 def _key(value: Any) -> str:
     return repr(value)
 
@@ -121,6 +132,10 @@ class SqlChecker:
             expect = [expect]
         self.query, self.expect, self.op, self.ordered = query, expect, op, ordered
         self.tolerance, self.collateral, self.name = tolerance, collateral, name or "sql"
+        # what every episode compares with, normalised once (a checker is reused across episodes)
+        self._expect = [_norm(e) for e in expect] if isinstance(expect, list) else _norm(expect)
+        self._expect_keys = Counter(map(_key, self._expect)) if isinstance(expect, list) else None
+        self._scalars = isinstance(expect, list) and bool(expect) and all(not isinstance(e, list) for e in expect)
 
     def _actual(self, rows: list[tuple[Any, ...]]) -> Any:
         if not isinstance(self.expect, list):
@@ -129,17 +144,16 @@ class SqlChecker:
             if len(rows) > 1 or len(rows[0]) != 1:
                 raise ValueError(f"expected one value, the query returned {len(rows)} row(s) of {len(rows[0])} column(s)")
             return _norm(rows[0][0])
-        scalars = self.expect and all(not isinstance(e, list) for e in self.expect)
-        if scalars or (not self.expect and rows and len(rows[0]) == 1):
-            return [_norm(r[0]) if len(r) == 1 else _norm(r) for r in rows]
-        return [_norm(r) for r in rows]
+        if self._scalars or (not self.expect and rows and len(rows[0]) == 1):
+            return [_norm(r[0]) if len(r) == 1 else _norm_row(r) for r in rows]
+        return [_norm_row(r) for r in rows]
 
     def _compare(self, actual: Any) -> tuple[bool, str]:
-        expect = _norm(self.expect) if not isinstance(self.expect, list) else [_norm(e) for e in self.expect]
-        op = self.op
+        expect, op = self._expect, self.op
         if op in ("eq", "ne"):
             if isinstance(expect, list):
-                same = actual == expect if self.ordered else Counter(map(_key, actual)) == Counter(map(_key, expect))
+                # counts of an iterable hold no zero: dict equality (in C) is Counter's multiset equality
+                same = actual == expect if self.ordered else dict.__eq__(Counter(map(_key, actual)), self._expect_keys)
             else:
                 same = self._close(actual, expect)
             ok = same if op == "eq" else not same
@@ -224,10 +238,20 @@ class SqlAnswer:
         self.query, self.distractors, self.case_sensitive = query, distractors, case_sensitive
         self.name = name or "sql_answer"
 
-    def _found(self, value: Any, answer: str) -> bool:
+    def _found(self, value: Any, answer: str, lowered: str | None = None) -> bool:
+        """``lowered``: the answer in lower case when it is ASCII. A value that is not even a substring
+        of the answer cannot match (for ASCII text in an ASCII answer, IGNORECASE is ASCII case):
+        most distractors are rejected without building and running a pattern."""
         text = _text(value)
+        if not text:
+            return False
+        if self.case_sensitive:
+            if text not in answer:
+                return False
+        elif lowered is not None and text.isascii() and text.lower() not in lowered:
+            return False
         flags = 0 if self.case_sensitive else re.IGNORECASE
-        return bool(text) and re.search(rf"(?<!\w){re.escape(text)}(?!\w)", answer, flags) is not None
+        return re.search(rf"(?<!\w){re.escape(text)}(?!\w)", answer, flags) is not None
 
     def check(self, env: Any, trajectory: Trajectory) -> Verdict:  # sync: on the episode's thread
         return self.evaluate(env, trajectory)
@@ -244,9 +268,10 @@ class SqlAnswer:
             return Verdict(self.name, False, 0.0, f"{exc}")
         if not expected:
             return Verdict(self.name, False, 0.0, f"{self.query!r} returned no value to look for")
-        missing = [v for v in expected if not self._found(v, answer)]
+        lowered = answer.lower() if answer.isascii() else None
+        missing = [v for v in expected if not self._found(v, answer, lowered)]
         wanted = {_text(v).casefold() for v in expected}
-        wrong = [v for v in dict.fromkeys(others) if _text(v).casefold() not in wanted and self._found(v, answer)]
+        wrong = [v for v in dict.fromkeys(others) if _text(v).casefold() not in wanted and self._found(v, answer, lowered)]
         if missing:
             return Verdict(self.name, False, 0.0, f"the answer does not name {_show(missing)}")
         if wrong:

@@ -30,6 +30,7 @@ from .world import (
     keyed,
     list_tables,
     open_copy,
+    paired_updates,
     pristine,
     quote,
     scan,
@@ -125,6 +126,10 @@ _SQL_PARAMS = {
 }
 
 
+def _no_start() -> sqlite3.Connection:
+    raise AssertionError("reads_world() said no rule reads the start state")
+
+
 class SqlEnvironment:
     """One episode's SQLite world (see the module docstring)."""
 
@@ -185,7 +190,8 @@ class SqlEnvironment:
         self.allowed.check_against(self.snapshot, self.conn)
         self._start_marks = (self.conn.total_changes, self.snapshot.schema_version)
         self.sandbox.written, self.sandbox.schema_touched, self.sandbox.analyzed = set(), False, False
-        self.budget = CheckBudget(s.check_seconds, s.statement_memory)
+        if self.budget.deadline is not None or self.budget.cancelled:  # used: the checks of a new episode get their own
+            self.budget = CheckBudget(s.check_seconds, s.statement_memory)
         self._changes = self._unexpected = None
         self._diff_error: str | None = None
         self.grown = False
@@ -231,7 +237,7 @@ class SqlEnvironment:
         """Close the checkers' connection; a check still running on another thread (after an
         episode timeout) is interrupted and closes it itself."""
         self.budget.cancelled = True
-        if self._check_lock.acquire(timeout=30):
+        if self._check_lock.acquire(blocking=False) or self._check_lock.acquire(timeout=30):
             try:
                 if self._end is not None and self._end_owned:
                     self._end.close()
@@ -303,7 +309,9 @@ class SqlEnvironment:
         reset: it makes SQLite parse the schema, which an episode without a statement never needs."""
         assert self.conn is not None and self.snapshot is not None
         pages = max(1, self.spec.max_db_bytes // self.snapshot.page_size)
-        self.conn.execute(f"PRAGMA main.max_page_count = {pages}")  # the agent cannot run PRAGMAs
+        # the agent cannot run PRAGMAs; executescript: no cursor for a row nobody reads (and no open
+        # transaction to commit: this runs before the agent's first statement)
+        self.conn.executescript(f"PRAGMA main.max_page_count = {pages}")
         self._capped = True
         self.sandbox.temp_guard = True  # the temp schema is capped when a statement first uses it
 
@@ -327,9 +335,12 @@ class SqlEnvironment:
                 return rows, False, used
             if len(rows) >= limit or (rows and used > room):
                 return rows, True, used
-            kept = tuple(keep(v) for v in row)
-            used += sum(len(v) if isinstance(v, str | bytes) else 8 for v in kept)
-            rows.append(kept)
+            sizes = [len(v) if isinstance(v, str | bytes) else 8 for v in row]
+            if max(sizes, default=0) > 256:  # a value _keep may shrink (the common row has none: no call per value)
+                row = tuple(keep(v) for v in row)
+                sizes = [len(v) if isinstance(v, str | bytes) else 8 for v in row]
+            used += sum(sizes)
+            rows.append(row)
 
     def _keep(self, value: Any) -> Any:
         """A value as an observation keeps it: blobs over 256 bytes and strings over 2,000
@@ -418,7 +429,7 @@ class SqlEnvironment:
             if marks == self._start_marks:
                 self._end, self._end_owned, self._end_catalog = pristine(snap), False, snap.catalog
             elif not (self.sandbox.schema_touched or self.sandbox.analyzed or self.conn.in_transaction):
-                self.conn.execute("PRAGMA query_only = ON")
+                self.conn.executescript("PRAGMA query_only = ON")  # no transaction is open: nothing to commit
                 self._agent_length = self.conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, cap)  # the agent's: lifted
                 self._end, self._end_owned, self._end_live = self.conn, False, True
                 self._end_catalog = snap.catalog
@@ -513,6 +524,7 @@ class SqlEnvironment:
         tables = list_tables(conn) if full else sorted(snap.affected(self.sandbox.written) & set(snap.tables))
         start, end, cols = {}, {}, {}
         unreadable: list[Change] = []
+        updates: list[Change] = []  # of the tables whose scans pair up row by row, in table order
         for table in tables:
             known = snap.state.get(table, {})
             try:
@@ -531,8 +543,15 @@ class SqlEnvironment:
                     f"than at the start (max_changes={self.spec.max_changes:,})"))
             columns = table_columns(conn, table) if full else snap.columns[table]
             if table in snap.scans and columns == snap.columns.get(table):
-                if rows == snap.scans[table]:
+                old = snap.scans[table]
+                if rows == old:
                     continue  # one C-level comparison for an untouched table
+                if pk is None and len(rows) == len(old):
+                    # the common case, updates only: the two scans (both in rowid order) pair up row by row
+                    pairs = [(b, a) for b, a in zip(old, rows, strict=True) if b != a]
+                    if all(b[0] == a[0] for b, a in pairs):
+                        updates += paired_updates(table, columns, pairs)
+                        continue
                 # same columns: only the rows that are not in both scans can differ (set lookups in C,
                 # instead of keying and comparing every row of the table in Python)
                 before, after = snap.scan_set(table), set(rows)
@@ -545,7 +564,9 @@ class SqlEnvironment:
         if full:  # every table of the end state was listed: the others are gone
             present = set(tables)
             start.update({t: snap.state[t] for t in snap.tables if t not in present})
-        changes = diff_states(start, end, snap.columns, cols)
+        changes = diff_states(start, end, snap.columns, cols) if start or end else []
+        if updates:  # merged in table order (a stable sort keeps each table's rows in key order)
+            changes = sorted(changes + updates, key=lambda c: c.table) if changes else updates
         if len(changes) > self.spec.max_changes:
             raise CheckBudgetExceeded(self._size_note(
                 f"the collateral diff stopped: more than max_changes={self.spec.max_changes:,} row changes"))
@@ -555,6 +576,13 @@ class SqlEnvironment:
         """The changes ``allowed_changes`` does not cover: collateral damage."""
         if self._unexpected is None:
             changes = self.changes()
+            if not changes or self.allowed.anything:  # nothing to judge: no rule needs to read the world
+                self._unexpected = []
+                return self._unexpected
+            assert self.snapshot is not None and self._end is not None
+            if not self.allowed.reads_world(changes, self.snapshot.start_keys):  # no lock, no budget: no SQL runs
+                self._unexpected = self.allowed.violations(changes, _no_start, self._end, self.snapshot.start_keys)
+                return self._unexpected
             opened: list[sqlite3.Connection] = []
 
             def start() -> sqlite3.Connection:
@@ -567,8 +595,7 @@ class SqlEnvironment:
                     end = self.end_state()
                     self.budget.arm(end, self.spec.check_budget)
                     try:
-                        self._unexpected = (self.allowed.violations(changes, start, end, self.snapshot.start_keys)
-                                            if changes else [])
+                        self._unexpected = self.allowed.violations(changes, start, end, self.snapshot.start_keys)
                     except sqlite3.OperationalError as exc:
                         self._over_budget(exc, "the collateral check")
                         raise

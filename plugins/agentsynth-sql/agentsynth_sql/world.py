@@ -17,6 +17,8 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
+from itertools import compress
+from operator import ne
 from pathlib import Path
 from typing import Any
 
@@ -198,10 +200,11 @@ def open_copy(snap: Snapshot, *, foreign_keys: bool = True, check_same_thread: b
     conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=check_same_thread)
     conn.deserialize(snap.data)
     # temp tables and sorts in memory, not a temp file per episode (opening it was half the cost of a
-    # core episode); bounded all the same by temp.max_page_count and the statement memory budget
-    conn.execute("PRAGMA temp_store = MEMORY")
-    if foreign_keys:
-        conn.execute("PRAGMA foreign_keys = ON")
+    # core episode); bounded all the same by temp.max_page_count and the statement memory budget.
+    # One executescript: no cursor or statement-cache entry per PRAGMA (a fresh connection holds no
+    # transaction, so its implicit COMMIT never runs)
+    conn.executescript("PRAGMA temp_store = MEMORY; PRAGMA foreign_keys = ON" if foreign_keys
+                       else "PRAGMA temp_store = MEMORY")
     for limit, value in LIMITS:
         conn.setlimit(limit, max_value if limit == sqlite3.SQLITE_LIMIT_LENGTH else value)
     return conn
@@ -465,11 +468,12 @@ def diff_states(start: Mapping[str, Mapping[Any, tuple[Any, ...]]], end: Mapping
             changes.append(Change(table, "create_table"))
         before_rows, after_rows = start.get(table, {}), end[table]
         cols_b, cols_a = columns_start.get(table, ()), columns_end.get(table, ())
-        if before_rows == after_rows and cols_b == cols_a:
+        same_cols = cols_b == cols_a
+        if before_rows == after_rows and same_cols:
             continue
-        for key in sorted(set(before_rows) | set(after_rows), key=repr):
+        for key in sorted(before_rows.keys() | after_rows.keys(), key=repr):
             b, a = before_rows.get(key), after_rows.get(key)
-            if b == a and cols_b == cols_a:
+            if b == a and same_cols:
                 continue
             if b is None:
                 changes.append(Change(table, "insert", key, after=_shrunk(dict(zip(cols_a, a, strict=False)))))
@@ -477,14 +481,30 @@ def diff_states(start: Mapping[str, Mapping[Any, tuple[Any, ...]]], end: Mapping
                 changes.append(Change(table, "delete", key, before=_shrunk(dict(zip(cols_b, b, strict=False)))))
             else:
                 full_b, full_a = dict(zip(cols_b, b, strict=False)), dict(zip(cols_a, a, strict=False))
-                cols = tuple(c for c in dict.fromkeys((*cols_b, *cols_a))
-                             if full_b.get(c, _MISSING) != full_a.get(c, _MISSING))
+                if same_cols:  # the common case: compare the values pairwise
+                    cols = tuple(c for c, x, y in zip(cols_a, b, a, strict=False) if x != y)
+                else:
+                    cols = tuple(c for c in dict.fromkeys((*cols_b, *cols_a))
+                                 if full_b.get(c, _MISSING) != full_a.get(c, _MISSING))
                 if cols:
                     changes.append(Change(table, "update", key, cols, _shrunk(full_b), _shrunk(full_a)))
     return changes
 
 
 _MISSING = object()
+
+
+def paired_updates(table: str, columns: tuple[str, ...], pairs: list[tuple[tuple[Any, ...], tuple[Any, ...]]]) -> list[Change]:
+    """The changes of ``(start, end)`` scan rows paired by rowid in a table whose columns did not
+    change: updates only, in key order, as :func:`diff_states` reports them (without keying both
+    states first)."""
+    out: list[Change] = []
+    for b, a in sorted(pairs, key=lambda pair: repr(pair[0][0])) if len(pairs) > 1 else pairs:
+        cols = tuple(compress(columns, map(ne, b[1:], a[1:])))  # the columns whose values differ
+        if cols:
+            out.append(Change(table, "update", b[0], cols, _shrunk(dict(zip(columns, b[1:], strict=False))),
+                              _shrunk(dict(zip(columns, a[1:], strict=False)))))
+    return out
 
 
 def _shrunk(row: dict[str, Any]) -> dict[str, Any]:
@@ -554,6 +574,15 @@ class AllowedChanges:
                     raise ValueError(f"allowed_changes.{table}.where: {rule.where!r}: {exc}") from None
         self._checked.add(snap.key)
 
+    def reads_world(self, changes: list[Change], start_cache: dict[tuple[str, str], set[Any]]) -> bool:
+        """Whether :meth:`violations` may run SQL on ``changes``: a ``where`` evaluated on the end state
+        (for an insert) or on a start state not in ``start_cache`` (an over-estimate is harmless)."""
+        for ch in changes:
+            rule = self.rules.get(ch.table)
+            if rule is not None and rule.where and (ch.op == "insert" or (ch.table, rule.where) not in start_cache):
+                return True
+        return False
+
     def violations(self, changes: list[Change], start_conn: Any, end_conn: sqlite3.Connection,
                    start_cache: dict[tuple[str, str], set[Any]] | None = None) -> list[Change]:
         """The changes no rule allows. ``start_conn`` is a callable opening the start state (only
@@ -565,7 +594,7 @@ class AllowedChanges:
         where_cache: dict[tuple[str, str], set[Any]] = {}
         for ch in changes:
             rule = self.rules.get(ch.table)
-            structural = ch.op in ("create_table", "drop_table", "unreadable_table") or ch.op in SCHEMA_OPS
+            structural = ch.op in _STRUCTURAL
             if rule is None or (structural and rule != ANYTHING):
                 bad.append(ch)
                 continue
@@ -600,6 +629,9 @@ class AllowedChanges:
             if not ok:
                 bad.append(ch)
         return bad
+
+
+_STRUCTURAL = frozenset({"create_table", "drop_table", "unreadable_table", *SCHEMA_OPS})
 
 
 def _matching_keys(conn: sqlite3.Connection, table: str, where: str) -> set[Any]:
@@ -800,6 +832,8 @@ def split_statements(sql: str) -> list[str]:
 
 
 def _has_code(stmt: str) -> bool:
+    if "--" not in stmt and "/*" not in stmt:  # no comment: a statement split_statements kept is code
+        return bool(stmt.strip())
     lines = [ln.split("--", 1)[0] for ln in stmt.splitlines()]
     text = "\n".join(lines).strip()
     while text.startswith("/*") and "*/" in text:
