@@ -136,6 +136,7 @@ class SqlChecker:
         self._expect = [_norm(e) for e in expect] if isinstance(expect, list) else _norm(expect)
         self._expect_keys = Counter(map(_key, self._expect)) if isinstance(expect, list) else None
         self._scalars = isinstance(expect, list) and bool(expect) and all(not isinstance(e, list) for e in expect)
+        self._shown = _show(self._expect)  # as every verdict's detail shows it
 
     def _actual(self, rows: list[tuple[Any, ...]]) -> Any:
         if not isinstance(self.expect, list):
@@ -157,14 +158,14 @@ class SqlChecker:
             else:
                 same = self._close(actual, expect)
             ok = same if op == "eq" else not same
-            return ok, f"got {_show(actual)}, expected {'' if op == 'eq' else 'not '}{_show(expect)}"
+            return ok, f"got {_show(actual)}, expected {'' if op == 'eq' else 'not '}{self._shown}"
         if op in ("contains", "not_contains"):
             have = Counter(map(_key, actual))
             missing = [e for e in expect if have[_key(e)] == 0]
             present = [e for e in expect if have[_key(e)] > 0]
             if op == "contains":
-                return not missing, f"missing {_show(missing)} in {_show(actual)}" if missing else f"contains {_show(expect)}"
-            return not present, f"unexpectedly present: {_show(present)}" if present else f"none of {_show(expect)} present"
+                return not missing, f"missing {_show(missing)} in {_show(actual)}" if missing else f"contains {self._shown}"
+            return not present, f"unexpectedly present: {_show(present)}" if present else f"none of {self._shown} present"
         if actual is None:
             return False, f"got no value (NULL), expected {op} {expect!r}"
         try:

@@ -500,17 +500,18 @@ def paired_updates(table: str, columns: tuple[str, ...], pairs: list[tuple[tuple
     states first)."""
     out: list[Change] = []
     for b, a in sorted(pairs, key=lambda pair: repr(pair[0][0])) if len(pairs) > 1 else pairs:
-        cols = tuple(compress(columns, map(ne, b[1:], a[1:])))  # the columns whose values differ
+        before, after = b[1:], a[1:]
+        cols = tuple(compress(columns, map(ne, before, after)))  # the columns whose values differ
         if cols:
-            out.append(Change(table, "update", b[0], cols, _shrunk(dict(zip(columns, b[1:], strict=False))),
-                              _shrunk(dict(zip(columns, a[1:], strict=False)))))
+            out.append(Change(table, "update", b[0], cols, _shrunk(dict(zip(columns, before, strict=False))),
+                              _shrunk(dict(zip(columns, after, strict=False)))))
     return out
 
 
 def _shrunk(row: dict[str, Any]) -> dict[str, Any]:
     """``row`` with its big values replaced by markers (the same dict when none is big)."""
     for v in row.values():
-        if isinstance(v, str | bytes) and len(v) > 64:
+        if isinstance(v, (str, bytes)) and len(v) > 64:  # a tuple: faster than a union in isinstance
             return {k: small(x) for k, x in row.items()}
     return row
 
