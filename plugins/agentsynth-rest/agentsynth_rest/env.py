@@ -62,6 +62,7 @@ if TYPE_CHECKING:  # imported when a world starts: httpx pulls in rich and pygme
 
 _UNSAFE_HEADER = re.compile(r"[\r\n\x00]")
 _SERVERS = ("thread", "subprocess")
+SAFE_METHODS = frozenset({"get", "head", "options"})  # HTTP's safe methods: calling one changes nothing
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
@@ -240,7 +241,9 @@ class RestEnvironment:
         return Observation(text, data={"tools": sorted(self.ops)})
 
     def tools(self) -> list[ToolSpec]:
-        return [ToolSpec(op.tool, op.summary, op.parameters) for op in self.ops.values()]
+        # GET / HEAD / OPTIONS only read (HTTP's safe methods): judges may believe it
+        return [ToolSpec(op.tool, op.summary, op.parameters, read_only=op.method.lower() in SAFE_METHODS)
+                for op in self.ops.values()]
 
     async def step(self, call: ToolCall) -> Observation:
         if self.client is None:

@@ -91,7 +91,7 @@ async def test_an_external_world_is_reset_by_its_hook_before_every_episode(exter
     env = rest_env(base_url=external.url, openapi=f"{external.url}/openapi.yaml",
                    reset={"path": "/reset", "body": {"start": "{seed}"}}, operations=["getCounter", "increment"])
     await env.reset(7)
-    assert [t.name for t in env.tools()] == ["getCounter", "increment"]
+    assert [(t.name, t.read_only) for t in env.tools()] == [("getCounter", True), ("increment", False)]  # GET, POST
     obs = await env.step(ToolCall("increment", {"by": 3}))
     assert obs.data == {"status": 201, "json": {"value": 10}}  # reset to the seed, 7, then 3 more
     await env.reset(2)

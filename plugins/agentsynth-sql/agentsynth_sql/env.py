@@ -204,9 +204,10 @@ class SqlEnvironment:
     def tool_specs(self) -> list[ToolSpec]:
         return [
             ToolSpec("sql_query", "Run a read-only SQL query (SELECT, PRAGMA table_info ...) and see the rows.",
-                     _SQL_PARAMS),
+                     _SQL_PARAMS, read_only=True),
             ToolSpec("sql_execute", "Run SQL that changes the database (INSERT, UPDATE, DELETE, DDL, "
-                     "BEGIN/COMMIT). Statements autocommit unless you open a transaction.", _SQL_PARAMS),
+                     "BEGIN/COMMIT). Statements autocommit unless you open a transaction.", _SQL_PARAMS,
+                     read_only=False),
         ]
 
     def run(self, call: ToolCall) -> Observation:

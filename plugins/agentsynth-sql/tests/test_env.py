@@ -21,6 +21,7 @@ def test_reset_shows_tables_and_tools_have_json_schemas(files):
     tools = {t.name: t for t in env.tool_specs()}
     assert set(tools) == {"sql_query", "sql_execute"}
     assert tools["sql_query"].parameters["required"] == ["sql"]
+    assert (tools["sql_query"].read_only, tools["sql_execute"].read_only) == (True, False)
     env.shutdown()
 
 
