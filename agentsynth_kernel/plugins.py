@@ -30,6 +30,7 @@ import pluggy
 
 from . import hookspecs
 from .errors import PluginError, did_you_mean
+from .importing import code_ref_problem, import_object
 
 log = logging.getLogger(__name__)
 
@@ -96,16 +97,12 @@ def _resolve(ref: str, reg: Registration) -> Any:
     new host, after a module was edited and reloaded, gets the module as it is now)."""
     value = reg._resolved.get(ref)
     if value is None:
-        import importlib
-
-        module, _, attribute = ref.partition(":")
         try:
-            value = importlib.import_module(module)
-            for part in attribute.split("."):
-                value = getattr(value, part)
-        except Exception as exc:
+            value = import_object(ref)
+        except Exception as exc:  # the import's own error, named (import_object wraps it with its cause)
+            cause = exc.__cause__ or exc
             raise PluginError(f"plugin {reg.plugin!r}: {reg.kind} {reg.name!r}: cannot import {ref!r}: "
-                              f"{type(exc).__name__}: {exc}") from exc
+                              f"{type(cause).__name__}: {cause}") from exc
         reg._resolved[ref] = value
     return value
 
@@ -118,20 +115,6 @@ def _is_ref(value: Any) -> bool:
 
 def _dotted(text: str) -> bool:
     return bool(text) and all(part.isidentifier() for part in text.split("."))
-
-
-def _missing_module(ref: str) -> str | None:
-    """Why the module of a reference cannot be found (None when it is installed): seen at
-    registration without importing it (``find_spec``), so ``agentsynth plugins`` reports a typo or
-    a missing dependency; the module itself is imported only on first use."""
-    import importlib.util
-
-    module = ref.partition(":")[0]
-    try:
-        found = importlib.util.find_spec(module)
-    except (ImportError, ValueError) as exc:  # a parent package that does not import
-        return f"{type(exc).__name__}: {exc}"
-    return None if found is not None else f"no module named {module!r}"
 
 
 @attrs.define
@@ -310,7 +293,9 @@ class PluginHost:
                 hint = f" (nor a 'package.module:attribute' reference: {spec_cls!r})" if isinstance(spec_cls, str) else ""
                 raise PluginError(f"plugin {plugin_name!r}: {kind} {name!r}: spec_cls must be an attrs class{hint}")
             for what, value in (("factory", factory), ("spec_cls", spec_cls)):
-                missing = _missing_module(value) if isinstance(value, str) and kind != "pack" else None
+                # the module looked up without importing it, so `agentsynth plugins` lists a typo or a
+                # missing dependency; the module itself is imported on first use
+                missing = code_ref_problem(value, None) if isinstance(value, str) and kind != "pack" else None
                 if missing:  # registered all the same (a use names the import error); `agentsynth plugins` shows it now
                     message = f"{kind} {name!r}: {what} {value!r}: {missing}"
                     info.errors.append(message)
