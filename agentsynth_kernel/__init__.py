@@ -37,7 +37,7 @@ PUBLIC: dict[str, tuple[str, ...]] = {
     ),
     "episode": (
         "MAX_ARGUMENT_BYTES", "MAX_OBSERVATION_CHARS", "MAX_OBSERVATION_DATA_BYTES", "Episode", "EpisodeConfig",
-        "StageError", "SyncWorker", "attribute", "cap_observation", "how_called", "replay_episode", "run_episode",
+        "StageError", "SyncWorker", "attribute", "cap_observation", "close_world", "how_called", "replay_episode", "run_episode",
     ),
     "errors": ("AgentsynthError", "BudgetExceeded", "PluginError", "SpecError", "did_you_mean"),
     "hookspecs": ("Register", "hookimpl"),
@@ -243,6 +243,9 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_public_api.py
     )
     from .episode import (
         cap_observation as cap_observation,
+    )
+    from .episode import (
+        close_world as close_world,
     )
     from .episode import (
         how_called as how_called,

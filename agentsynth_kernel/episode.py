@@ -169,6 +169,23 @@ def _settle(future: asyncio.Future[Any], result: Any, exc: BaseException | None)
 
 # Caps on what one observation may hold, whatever the world returns: an agent that makes a tool
 # print gigabytes must not make the episode (or its stored trajectory) hold them.
+CLOSE_SECONDS = 30.0  # what a world's close() may take
+
+
+async def close_world(env: Any, worker: SyncWorker) -> None:
+    """``env.close()`` (if it has one) within CLOSE_SECONDS, on ``worker``, or on a fresh thread when
+    ``worker`` is still stuck in a sync call (after a timeout) rather than queued behind it.
+    ``worker`` itself is left to its owner; its errors are the caller's to record."""
+    if getattr(env, "close", None) is None:
+        return
+    closer = worker if not worker.busy else SyncWorker()
+    try:
+        await asyncio.wait_for(closer.call(env.close), timeout=CLOSE_SECONDS)
+    finally:
+        if closer is not worker:
+            closer.stop()
+
+
 MAX_OBSERVATION_CHARS = 32_000
 MAX_OBSERVATION_DATA_BYTES = 64_000
 # The same for what the agent sends: a call with larger arguments is refused (recorded, not run).
@@ -478,15 +495,8 @@ class Episode:
 
     async def close(self) -> None:
         try:
-            if self.env is not None and getattr(self.env, "close", None) is not None:
-                # After a timeout the episode's thread may still be stuck in a sync call:
-                # close on a fresh thread rather than queue behind it.
-                worker = self.worker if not self.worker.busy else SyncWorker()
-                try:
-                    await asyncio.wait_for(worker.call(self.env.close), timeout=30)
-                finally:
-                    if worker is not self.worker:
-                        worker.stop()
+            if self.env is not None:
+                await close_world(self.env, self.worker)
         except Exception as exc:  # a failing close is recorded but does not change the verdict
             self.trajectory.metadata["close_error"] = f"{type(exc).__name__}: {exc}"
         finally:

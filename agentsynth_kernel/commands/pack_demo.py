@@ -48,6 +48,7 @@ from .. import (
     Trajectory,
     build,
     check_component,
+    close_world,
     did_you_mean,
     get_host,
     load_pack,
@@ -232,9 +233,6 @@ def _from_run(run_dir: Path, task_id: str, trial: int | None, *, host: Any) -> D
 # --- playing it -----------------------------------------------------------------------------------
 
 
-CLOSE_SECONDS = 30.0  # what an episode gives its world's close
-
-
 async def play(demo: Demo, *, host: Any, timeout: float = 60.0) -> tuple[dict[str, Any], Any]:
     """Run the actions in a fresh world and ask its plugin for the checks: (checks, trajectory).
 
@@ -252,13 +250,11 @@ async def play(demo: Demo, *, host: Any, timeout: float = 60.0) -> tuple[dict[st
     except TimeoutError:
         raise AgentsynthError(f"{demo.source}: the demonstration did not finish within {timeout:g}s") from None
     finally:
-        closer = worker if not worker.busy else SyncWorker()
         try:
-            await asyncio.wait_for(closer.call(env.close), timeout=CLOSE_SECONDS)
+            await close_world(env, worker)
         except Exception:  # a failing close does not change what the demonstration did
             pass
         finally:
-            closer.stop()
             worker.stop()
 
 
