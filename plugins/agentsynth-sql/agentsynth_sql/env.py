@@ -126,10 +126,6 @@ _SQL_PARAMS = {
 }
 
 
-def _no_start() -> sqlite3.Connection:
-    raise AssertionError("reads_world() said no rule reads the start state")
-
-
 class SqlEnvironment:
     """One episode's SQLite world (see the module docstring)."""
 
@@ -182,7 +178,6 @@ class SqlEnvironment:
             self.shutdown()
         s = self.spec
         self.snapshot = snapshot_for(s.schema, s.seed, base_dir=self.base_dir, foreign_keys=s.foreign_keys)
-        # not bound to one thread: a sync checker of another plugin may read it from the episode's worker
         # not bound to one thread: a sync checker of another plugin may read it from the episode's worker
         self.conn = open_copy(self.snapshot, foreign_keys=s.foreign_keys, check_same_thread=False,
                               max_value=s.max_value_bytes)
@@ -579,10 +574,6 @@ class SqlEnvironment:
             changes = self.changes()
             if not changes or self.allowed.anything:  # nothing to judge: no rule needs to read the world
                 self._unexpected = []
-                return self._unexpected
-            assert self.snapshot is not None and self._end is not None
-            if not self.allowed.reads_world(changes, self.snapshot.start_keys):  # no lock, no budget: no SQL runs
-                self._unexpected = self.allowed.violations(changes, _no_start, self._end, self.snapshot.start_keys)
                 return self._unexpected
             opened: list[sqlite3.Connection] = []
 

@@ -480,18 +480,24 @@ def diff_states(start: Mapping[str, Mapping[Any, tuple[Any, ...]]], end: Mapping
             elif a is None:
                 changes.append(Change(table, "delete", key, before=_shrunk(dict(zip(cols_b, b, strict=False)))))
             else:
-                full_b, full_a = dict(zip(cols_b, b, strict=False)), dict(zip(cols_a, a, strict=False))
-                if same_cols:  # the common case: compare the values pairwise
-                    cols = tuple(c for c, x, y in zip(cols_a, b, a, strict=False) if x != y)
-                else:
-                    cols = tuple(c for c in dict.fromkeys((*cols_b, *cols_a))
-                                 if full_b.get(c, _MISSING) != full_a.get(c, _MISSING))
-                if cols:
-                    changes.append(Change(table, "update", key, cols, _shrunk(full_b), _shrunk(full_a)))
+                update = _row_update(table, key, cols_b, cols_a, b, a)
+                if update is not None:
+                    changes.append(update)
     return changes
 
 
 _MISSING = object()
+
+
+def _row_update(table: str, key: Any, cols_b: tuple[str, ...], cols_a: tuple[str, ...], b: tuple[Any, ...],
+                a: tuple[Any, ...]) -> Change | None:
+    """One row's update (None when no value differs): the columns whose values differ, both rows."""
+    full_b, full_a = dict(zip(cols_b, b, strict=False)), dict(zip(cols_a, a, strict=False))
+    if cols_b == cols_a:  # the common case: compare the values pairwise
+        cols = tuple(compress(cols_a, map(ne, b, a)))
+    else:
+        cols = tuple(c for c in dict.fromkeys((*cols_b, *cols_a)) if full_b.get(c, _MISSING) != full_a.get(c, _MISSING))
+    return Change(table, "update", key, cols, _shrunk(full_b), _shrunk(full_a)) if cols else None
 
 
 def paired_updates(table: str, columns: tuple[str, ...], pairs: list[tuple[tuple[Any, ...], tuple[Any, ...]]]) -> list[Change]:
@@ -500,11 +506,9 @@ def paired_updates(table: str, columns: tuple[str, ...], pairs: list[tuple[tuple
     states first)."""
     out: list[Change] = []
     for b, a in sorted(pairs, key=lambda pair: repr(pair[0][0])) if len(pairs) > 1 else pairs:
-        before, after = b[1:], a[1:]
-        cols = tuple(compress(columns, map(ne, before, after)))  # the columns whose values differ
-        if cols:
-            out.append(Change(table, "update", b[0], cols, _shrunk(dict(zip(columns, before, strict=False))),
-                              _shrunk(dict(zip(columns, after, strict=False)))))
+        update = _row_update(table, b[0], columns, columns, b[1:], a[1:])
+        if update is not None:
+            out.append(update)
     return out
 
 
@@ -574,15 +578,6 @@ class AllowedChanges:
                 except sqlite3.Error as exc:
                     raise ValueError(f"allowed_changes.{table}.where: {rule.where!r}: {exc}") from None
         self._checked.add(snap.key)
-
-    def reads_world(self, changes: list[Change], start_cache: dict[tuple[str, str], set[Any]]) -> bool:
-        """Whether :meth:`violations` may run SQL on ``changes``: a ``where`` evaluated on the end state
-        (for an insert) or on a start state not in ``start_cache`` (an over-estimate is harmless)."""
-        for ch in changes:
-            rule = self.rules.get(ch.table)
-            if rule is not None and rule.where and (ch.op == "insert" or (ch.table, rule.where) not in start_cache):
-                return True
-        return False
 
     def violations(self, changes: list[Change], start_conn: Any, end_conn: sqlite3.Connection,
                    start_cache: dict[tuple[str, str], set[Any]] | None = None) -> list[Change]:
