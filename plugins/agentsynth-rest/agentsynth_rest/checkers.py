@@ -12,6 +12,7 @@ import math
 import re
 import sqlite3
 import time
+from pathlib import PurePosixPath, PureWindowsPath
 from typing import Any
 
 from agentsynth_kernel import Trajectory, Verdict
@@ -52,7 +53,10 @@ def contains(actual: Any, expected: Any) -> bool:
 
 
 def _short(value: Any, limit: int = 200) -> str:
-    text = repr(value)
+    try:
+        text = repr(value)
+    except RecursionError:  # a JSON answer nested near Python's limit: the detail must not raise
+        return "<a value nested too deeply to show>"
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -111,7 +115,16 @@ class HttpChecker:
             return Verdict(self.name, True, 1.0, f"{label} answered {status}")
         if "json" not in data:
             return Verdict(self.name, False, 0.0, f"{label}: the answer is not (complete) JSON")
-        found = self.json_path.find(data["json"])
+        try:
+            return self._compare(data["json"], label)
+        except RecursionError:  # an answer nested near Python's limit fails the check, it does not end the episode
+            return Verdict(self.name, False, 0.0, f"{label} {self.json_path.text}: the value is nested too deeply "
+                           "to compare")
+
+    def _compare(self, doc: Any, label: str) -> Verdict:
+        import json
+
+        found = self.json_path.find(doc)
         where = f"{label} {self.json_path.text}"
         if self.exists is not None:
             ok = bool(found) == self.exists
@@ -154,25 +167,39 @@ class RestDbChecker:
             raise ValueError("the rest_db checker needs 'equals' (a value, or a list of rows)")
         if not query.lstrip().lower().startswith(("select", "with")):
             raise ValueError(f"query: expected a SELECT query, got {query[:60]!r}")
+        where = PurePosixPath(db.replace("\\", "/"))
+        if not db or where.is_absolute() or ".." in where.parts or PureWindowsPath(db).drive:
+            raise ValueError(f"db: expected a file name inside the world's directory, got {db!r}")
         self.query, self.equals, self.db, self.ordered = query, equals, db, ordered
         self.tolerance, self.check_seconds, self.name = tolerance, check_seconds, name
 
     def check(self, env: Any, trajectory: Trajectory) -> Verdict:
         if not callable(getattr(env, "state_path", None)):
             raise TypeError(f"the rest_db checker needs the 'rest' environment, got {type(env).__name__}")
-        path = env.state_path(self.db)
+        try:
+            path = env.state_path(self.db)  # the name is inside (checked above): outside is a symlink the app made
+        except RuntimeError as exc:
+            return Verdict(self.name, False, 0.0, f"{self.db}: {exc}")
         if not path.is_file():
             return Verdict(self.name, False, 0.0, f"{self.db}: the app's database does not exist")
         deadline = time.monotonic() + self.check_seconds
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=self.check_seconds)
+        # Every failure here is the world's (the agent drove the app to lock, replace or break its
+        # file): a failed check, never an exception that would leave the episode unscored. A query
+        # the pack got wrong fails its oracle in `pack validate` the same way.
+        try:
+            conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=self.check_seconds)
+        except sqlite3.Error as exc:
+            return Verdict(self.name, False, 0.0, f"{self.db}: cannot open the app's database: {exc}")
         try:
             conn.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
             try:
+                conn.execute("PRAGMA trusted_schema = OFF")  # a view or trigger in the file runs no side effects
                 rows = [list(r) for r in conn.execute(self.query).fetchall()]
             except sqlite3.Error as exc:
                 if time.monotonic() > deadline:
                     return Verdict(self.name, False, 0.0, f"the query ran past {self.check_seconds:g} s")
-                raise RuntimeError(f"rest_db: {self.query[:80]!r}: {exc}") from None
+                return Verdict(self.name, False, 0.0, f"{self.db}: the query {self.query[:80]!r} failed: "
+                               f"{type(exc).__name__}: {exc}")
         finally:
             conn.close()
         if not isinstance(self.equals, list):

@@ -31,6 +31,7 @@ import hashlib
 import importlib
 import ipaddress
 import json
+import math
 import os
 import re
 import shutil
@@ -198,6 +199,7 @@ class RestEnvironment:
         self.doc: dict[str, Any] = {}
         self.ops: dict[str, Operation] = {}
         self.secrets: list[str] = []
+        self._masks: list[str] = []  # every form of a secret an answer may carry (raw, JSON-escaped, URL-encoded)
         self.auth_headers: dict[str, str] = {}
         self.client: httpx.AsyncClient | None = None
         self._slot: server.Slot | None = None
@@ -220,13 +222,17 @@ class RestEnvironment:
         await _load_http_backend()
         self.client = self._client()
         self.doc, ops = await self._document()
-        self.ops = {op.tool: op for op in ops}
         for auth in s.auth:  # now that the document is known, a scheme names its header
             if auth.scheme is not None:
                 header, prefix = security_header(self.doc, auth.scheme, s.openapi or "the app's document")
                 value = os.environ[auth.env]
                 self.auth_headers[header] = (auth.prefix if auth.prefix is not None else prefix) + value
         self.client.headers.update(self.auth_headers)
+        self._masks = _mask_forms(self.secrets)
+        # a header the world sets (a credential, a tenant) is never an argument: the agent's value
+        # would replace the world's on the request
+        reserved = {name.lower() for name in (*s.headers, *self.auth_headers)}
+        self.ops = {op.tool: _without_headers(op, reserved) for op in ops}
         if s.reset is not None:  # with every credential: a reset endpoint is an operator's
             await self._reset_hook(s.reset, seed)
         info = self.doc.get("info") or {}
@@ -256,6 +262,8 @@ class RestEnvironment:
             request = build_request(op, call.arguments, self.spec.max_request_bytes)
         except ValueError as exc:
             return Observation(f"error: {op.tool}: {exc}", error=True)
+        except RecursionError:
+            return Observation(f"error: {op.tool}: the arguments are nested too deeply", error=True)
         return await self.send(self.client, *request)
 
     async def close(self) -> None:
@@ -388,7 +396,7 @@ class RestEnvironment:
     # --- calls ----------------------------------------------------------------------------------
 
     def _mask(self, text: str) -> str:
-        for value in self.secrets:
+        for value in self._masks or self.secrets:
             if value and value in text:
                 text = text.replace(value, "<redacted>")
         return text
@@ -417,6 +425,11 @@ class RestEnvironment:
         except httpx.HTTPError as exc:
             return Observation(f"error: {label}: the request failed: {type(exc).__name__}: "
                                f"{self._mask(str(exc))[:300]}", error=True, data={"status": None})
+        except Exception as exc:  # noqa: BLE001 - httpx.InvalidURL, an encoding error: this call fails, not the episode
+            return Observation(f"error: {label}: the request could not be sent: {type(exc).__name__}: "
+                               f"{self._mask(str(exc))[:300]}", error=True, data={"status": None})
+        if cut and self._masks:
+            body = _without_cut_secret(body, [m.encode() for m in self._masks])
         return render(response, body, cut, limit, self._mask)
 
     def state_path(self, relative: str) -> Path:
@@ -474,6 +487,7 @@ def _with_seed(value: Any, seed: int) -> Any:
 # what the client asks for: the encodings _read_capped inflates only up to the cap (httpx would
 # also ask for br and zstd when their packages are installed, and inflate those unbounded)
 ACCEPT_ENCODING = "gzip, deflate"
+_COMPRESSIONS = frozenset({"gzip", "x-gzip", "deflate", "br", "zstd", "compress", "x-compress"})
 
 
 class _Inflater:
@@ -509,13 +523,20 @@ async def _read_capped(response: httpx.Response, limit: int) -> tuple[bytes, boo
 
     encodings = [e.strip().lower() for e in response.headers.get("content-encoding", "").split(",")]
     encodings = [e for e in encodings if e and e != "identity"]
-    if len(encodings) != 1 or encodings[0] not in ("gzip", "x-gzip", "deflate"):
+    if not any(e in _COMPRESSIONS for e in encodings):
+        # nothing to inflate (httpx passes an encoding it does not know through as is): the raw
+        # bytes, never httpx's decoders
         body = bytearray()
-        async for chunk in response.aiter_bytes():
+        async for chunk in response.aiter_raw():
             body += chunk
             if len(body) > limit:
                 return bytes(body[:limit]), True
         return bytes(body), False
+    if len(encodings) != 1 or encodings[0] not in ("gzip", "x-gzip", "deflate"):
+        # httpx would inflate stacked layers (483 bytes of 'gzip, gzip' were 450 MB at peak) and
+        # br / zstd (with their packages installed) whole, past any cap
+        raise httpx.DecodingError(f"the answer is encoded as {', '.join(encodings)!r}; this client asked for "
+                                  f"{ACCEPT_ENCODING} and inflates one layer of gzip or deflate only")
     inflater = _Inflater(encodings[0])
     body = bytearray()
     try:
@@ -543,7 +564,7 @@ def render(response: httpx.Response, body: bytes, cut: bool, limit: int, mask: A
     text = mask(body.decode("utf-8", errors="replace"))  # the JSON too is read from the masked text
     parsed: Any = None
     if not cut and "json" in response.headers.get("content-type", ""):
-        with contextlib.suppress(ValueError):
+        with contextlib.suppress(ValueError, RecursionError):  # nested past Python's limit: not JSON to us
             parsed = json.loads(text)
     if text:
         lines += ["", text]
@@ -555,7 +576,53 @@ def render(response: httpx.Response, body: bytes, cut: bool, limit: int, mask: A
     return Observation(mask("\n".join(lines)), error=status >= 400, data=data)  # headers masked too
 
 
+def _mask_forms(secrets: list[str]) -> list[str]:
+    """Each secret as an answer may spell it: raw, JSON-escaped (ASCII or not) and URL-encoded;
+    longest first, so a longer form is masked before a shorter one inside it."""
+    forms = {f for value in secrets if value for f in (
+        value, json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1],
+        urllib.parse.quote(value, safe=""), urllib.parse.quote_plus(value))}
+    return sorted(forms, key=len, reverse=True)
+
+
+def _without_cut_secret(body: bytes, forms: list[bytes]) -> bytes:
+    """A cut answer without the bytes that could hold the beginning of a secret cut by the cap.
+
+    The cap may fall inside a credential the answer echoes: its first characters were shown (and
+    stored), and padding moved the cut to show every prefix, so the key leaked a character at a
+    time. A cut secret starts in the last ``longest - 1`` bytes, which are dropped whatever they
+    hold (dropping them only on a match would tell the agent its guess of a prefix was right);
+    a whole secret across that line is kept, to be masked whole."""
+    end = max(0, len(body) - max(map(len, forms)) + 1)
+    for form in forms:
+        start = body.find(form, max(0, end - len(form) + 1))
+        while 0 <= start < end:
+            end = max(end, start + len(form))
+            start = body.find(form, start + 1)
+    return body[:end]
+
+
+def _without_headers(op: Operation, reserved: set[str]) -> Operation:
+    """``op`` without its header arguments named in ``reserved`` (case-insensitively)."""
+    dropped = [a for a in op.arguments if a.location == "header" and a.name.lower() in reserved]
+    if not dropped:
+        return op
+    keys = {a.key for a in dropped}
+    params = dict(op.parameters)
+    params["properties"] = {k: v for k, v in params.get("properties", {}).items() if k not in keys}
+    if "required" in params:
+        params["required"] = [k for k in params["required"] if k not in keys]
+        if not params["required"]:
+            del params["required"]
+    return attrs.evolve(op, arguments=tuple(a for a in op.arguments if a.key not in keys), parameters=params)
+
+
 # --- building a request from a tool call ----------------------------------------------------------
+
+MAX_URL_CHARS = 32_768  # path and query of one call, encoded (httpx refuses past 65,536; servers far earlier)
+_ASCII_INTEGER = re.compile(r"-?[0-9]+")
+_HEADER_TEXT = re.compile(r"[\t\x20-\x7e]*")  # printable ASCII (httpx encodes header values as ASCII)
+
 
 
 def _scalar(value: Any, schema: dict[str, Any], where: str) -> str:
@@ -566,17 +633,25 @@ def _scalar(value: Any, schema: dict[str, Any], where: str) -> str:
             raise ValueError(f"{where}: expected {kind}, got a boolean")
         return "true" if value else "false"
     if isinstance(value, int | float):
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError(f"{where}: expected a finite number, got {value!r}")
         if "integer" in kinds and isinstance(value, float) and not value.is_integer():
             raise ValueError(f"{where}: expected an integer, got {value!r}")
         return str(int(value)) if "integer" in kinds else str(value)
     if isinstance(value, str):
-        if "integer" in kinds and not re.fullmatch(r"-?\d+", value.strip()):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError(f"{where}: not valid Unicode text (a lone surrogate)") from None
+        if "integer" in kinds and not _ASCII_INTEGER.fullmatch(value.strip()):  # ASCII: \d takes any script's digits
             raise ValueError(f"{where}: expected an integer, got {value[:80]!r}")
         if "number" in kinds:
             try:
-                float(value)
+                number = float(value)
             except ValueError:
                 raise ValueError(f"{where}: expected a number, got {value[:80]!r}") from None
+            if not math.isfinite(number) or not value.isascii():
+                raise ValueError(f"{where}: expected a finite number, got {value[:80]!r}")
         return value
     raise ValueError(f"{where}: expected a string, number or boolean, got {type(value).__name__}")
 
@@ -617,6 +692,8 @@ def build_request(op: Operation, arguments: Any, max_bytes: int
             text = _scalar(value, arg.schema, key)
             if _UNSAFE_HEADER.search(text) or len(text) > 8192:
                 raise ValueError(f"{key}: a header value may not hold CR, LF or NUL, nor exceed 8192 characters")
+            if not _HEADER_TEXT.fullmatch(text):
+                raise ValueError(f"{key}: a header value must be printable ASCII, got {text[:80]!r}")
             headers[arg.name] = text
         elif arg.location == "body":
             body[arg.name] = value
@@ -624,10 +701,20 @@ def build_request(op: Operation, arguments: Any, max_bytes: int
             whole = value
     content = None
     if op.has_body and (body or whole is not None):
-        content = json.dumps(whole if whole is not None else body, ensure_ascii=False).encode()
+        try:  # standard JSON only: NaN and Infinity are not JSON, and a server may read them as anything
+            text = json.dumps(whole if whole is not None else body, ensure_ascii=False, allow_nan=False)
+        except ValueError as exc:
+            raise ValueError(f"the JSON body: {exc}") from None
+        try:
+            content = text.encode()
+        except UnicodeEncodeError:
+            raise ValueError("the JSON body: not valid Unicode text (a lone surrogate)") from None
         if len(content) > max_bytes:
             raise ValueError(f"the JSON body is {len(content):,} bytes; at most {max_bytes:,} (max_request_bytes)")
     for key, value in params:
         if len(value) > max_bytes:
             raise ValueError(f"{key}: {len(value):,} characters; at most {max_bytes:,}")
+    url = len(path) + len(urllib.parse.urlencode(params))
+    if url > MAX_URL_CHARS:
+        raise ValueError(f"the URL (path and query) is {url:,} characters encoded; at most {MAX_URL_CHARS:,}")
     return op.method.upper(), path, params, headers, content

@@ -29,6 +29,12 @@ FORBIDDEN_HEADERS = frozenset({
     "connection", "keep-alive", "upgrade", "te", "trailer", "expect", "forwarded", "x-forwarded-for",
     "x-forwarded-host", "x-forwarded-proto", "x-http-method-override", "x-method-override", "x-real-ip",
     "proxy-connection",
+    # what frameworks take as the method, the path or the client instead of the request line's
+    "x-http-method", "x-original-method", "x-original-url", "x-rewrite-url", "x-original-host", "x-host",
+    "x-forwarded-port", "x-forwarded-prefix", "x-forwarded-server", "x-forwarded-scheme", "x-forwarded-ssl",
+    "x-client-ip", "true-client-ip", "x-cluster-client-ip", "via",
+    # the framing and decoding of the body: the client's (an agent's 'br' would be inflated unbounded)
+    "accept-encoding", "content-encoding", "content-type",
 })
 _NAME_BAD = re.compile(r"[^A-Za-z0-9_-]+")
 MAX_REF_DEPTH = 32

@@ -38,6 +38,10 @@ MAX_IDLE = 8  # servers kept warm per process
 MAX_BODY = 8 * 2**20  # a request body larger than this is refused by the dispatcher (413)
 
 
+class _BodyTooLarge(Exception):
+    """Raised into an app that reads a request body past MAX_BODY."""
+
+
 class WorldStartError(RuntimeError):
     """The world could not be started; the message says why (an infrastructure failure)."""
 
@@ -108,6 +112,21 @@ class Slot:
         if app is None:
             await _reply(send, 503, b'{"detail": "this world is closed"}')
             return
+        declared = dict(scope.get("headers") or ()).get(b"content-length", b"0")
+        if not declared.isdigit() or int(declared) > MAX_BODY:
+            await _reply(send, 413, b'{"detail": "the request body is too large"}')
+            return
+        received = 0
+
+        async def bounded_receive() -> dict[str, Any]:
+            """A chunked body past MAX_BODY ends the request (413): the app never holds more."""
+            nonlocal received
+            message: dict[str, Any] = await receive()
+            received += len(message.get("body", b""))
+            if received > MAX_BODY:
+                raise _BodyTooLarge
+            return message
+
         self.active += 1
         started = answered = False
 
@@ -129,7 +148,10 @@ class Slot:
                 await asyncio.sleep(0)
 
         try:
-            await app(scope, receive, tracked_send)
+            await app(scope, bounded_receive, tracked_send)
+        except _BodyTooLarge:
+            if not started:
+                await _reply(send, 413, b'{"detail": "the request body is too large"}')
         except Exception as exc:  # the app's bug is a 500 for the agent, not a dead server
             if not started:
                 await _reply(send, 500, f'{{"detail": "internal server error: {type(exc).__name__}"}}'.encode())

@@ -3,6 +3,8 @@ the rest_db checker (the app's SQLite file, read directly)."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from agentsynth_kernel import ToolCall, Trajectory, get_host
@@ -102,10 +104,12 @@ async def test_rest_db_reads_the_apps_database_read_only():
                        equals=[[18], [14]], ordered=True).check(env, TRAJ).passed
     verdict = checker("rest_db", db="missing.db", query="SELECT 1", equals=1).check(env, TRAJ)
     assert not verdict.passed and "does not exist" in verdict.detail
-    with pytest.raises(RuntimeError, match="outside the world's state directory"):
-        checker("rest_db", db="../../etc/passwd", query="SELECT 1", equals=1).check(env, TRAJ)
-    with pytest.raises(RuntimeError, match="readonly|read-only|attempt to write"):
-        checker("rest_db", db="tickets.db", query="WITH x AS (SELECT 1) DELETE FROM tickets", equals=0).check(env, TRAJ)
+    with pytest.raises(ValueError, match="inside the world's directory"):
+        checker("rest_db", db="../../etc/passwd", query="SELECT 1", equals=1)
+    verdict = checker("rest_db", db="tickets.db", query="WITH x AS (SELECT 1) DELETE FROM tickets", equals=0).check(
+        env, TRAJ)  # opened read-only: a failed check, and the table is whole
+    assert not verdict.passed and re.search("readonly|read-only|attempt to write", verdict.detail), verdict.detail
+    assert checker("rest_db", db="tickets.db", query="SELECT count(*) FROM tickets", equals=19).check(env, TRAJ).passed
     slow = checker("rest_db", db="tickets.db", check_seconds=0.2, equals=0,
                    query="WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c")
     verdict = slow.check(env, TRAJ)

@@ -5,6 +5,7 @@ counter with a reset hook."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import gzip
 import json
 import urllib.parse
@@ -16,6 +17,19 @@ DOC = (Path(__file__).parent / "hostile.yaml").read_text()
 BOMB = gzip.compress(b"0" * 50_000_000, compresslevel=9)
 
 
+@functools.cache
+def double_bomb() -> bytes:
+    """'gzip, gzip': ~300 bytes on the wire, 100 MB after both layers (httpx inflated a layer per
+    chunk, whole: 200 MB at peak). Built streaming, never held inflated."""
+    inner = zlib.compressobj(9, zlib.DEFLATED, zlib.MAX_WBITS | 16)
+    zeros = b"0" * 1_000_000
+    packed = b"".join(inner.compress(zeros) for _ in range(100)) + inner.flush()
+    return gzip.compress(packed, compresslevel=9)
+
+
+DEEP = b"[" * 200_000 + b"]" * 200_000  # valid JSON, nested past Python's recursion limit
+
+
 async def _json(send: Any, status: int, payload: Any, headers: list[tuple[bytes, bytes]] | None = None) -> None:
     body = json.dumps(payload, sort_keys=True).encode()
     await send({"type": "http.response.start", "status": status,
@@ -25,6 +39,7 @@ async def _json(send: Any, status: int, payload: Any, headers: list[tuple[bytes,
 
 def create_app(world: Path, seed: int = 0) -> Any:
     state = {"counter": seed}
+    store: dict[str, Any] = {}
     (world / "counter.json").write_text(json.dumps(state))
 
     def save() -> None:
@@ -71,6 +86,24 @@ def create_app(world: Path, seed: int = 0) -> Any:
                         "headers": [(b"content-type", b"application/json"),
                                     (b"content-encoding", b"gzip" if encoding == "gzip" else b"deflate")]})
             await send({"type": "http.response.body", "body": packed})
+        elif path == "/gzip2":
+            await send({"type": "http.response.start", "status": 200,
+                        "headers": [(b"content-type", b"application/json"), (b"content-encoding", b"gzip, gzip")]})
+            await send({"type": "http.response.body", "body": double_bomb()})
+        elif path == "/encoded":  # a Content-Encoding the client never asked for, or one it does not know
+            encoding = urllib.parse.parse_qs(scope["query_string"].decode()).get("as", ["br"])[0]
+            await send({"type": "http.response.start", "status": 200,
+                        "headers": [(b"content-type", b"application/json"), (b"content-encoding", encoding.encode())]})
+            await send({"type": "http.response.body", "body": b'{"value": 1}'})
+        elif path == "/deep":
+            await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+            await send({"type": "http.response.body", "body": DEEP})
+        elif path.startswith("/store/"):  # a key-value store: whatever JSON is PUT is served back
+            key = path.removeprefix("/store/")
+            if method == "PUT":
+                store[key] = json.loads(body)
+                (world / "store.json").write_text(json.dumps(store))
+            await _json(send, 200 if key in store else 404, store.get(key))
         elif path == "/redirect":
             to = urllib.parse.parse_qs(scope["query_string"].decode()).get("to", ["/"])[0]
             await send({"type": "http.response.start", "status": 302, "headers": [(b"location", to.encode())]})

@@ -1,0 +1,314 @@
+"""Red-team attempts beyond test_hostile.py, each a hole that was open and is now closed (or an
+attempt that held): the world's own app on 127.0.0.1 (real uvicorn), the agent's calls as tool
+calls, the checkers as the kernel runs them. Every attempt must end as an error observation or a
+failed verdict: never a pass, never an exception (an exception leaves the episode unscored, a
+zero an RL policy could choose), never unbounded memory, never a secret's characters on disk."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import tracemalloc
+
+import pytest
+
+from agentsynth_kernel import ToolCall, Trajectory, get_host
+from conftest import TICKETS, rest_env
+
+SECRET = "s3cr3t-value-0123456789"
+TRAJ = Trajectory("t", "x")
+
+
+def checker(name, **params):
+    return get_host().get("checker", name).factory(**params)
+
+
+@pytest.fixture
+async def red(monkeypatch):
+    monkeypatch.setenv("REDTEAM_KEY", SECRET)
+    env = rest_env(app="hostile.py:create_app", openapi="redteam.yaml", call_seconds=5, max_response_bytes=512,
+                   headers={"X-Tenant": "acme"}, auth=[{"env": "REDTEAM_KEY", "header": "X-Api-Key"}])
+    await env.reset(0)
+    yield env
+    await env.close()
+
+
+# --- decoding: bombs that went around the capped inflater -------------------------------------------
+
+
+async def test_stacked_encodings_are_not_inflated(red):
+    """Was: 'gzip, gzip' (or any two layers) went to httpx's decoders, which inflate a chunk whole:
+    ~300 bytes on the wire held 200 MB. Now refused before a byte is inflated."""
+    tracemalloc.start()
+    obs = await red.step(ToolCall("doubleGzip", {}))
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert obs.error and "encoded as 'gzip, gzip'" in obs.content and "one layer of gzip or deflate" in obs.content
+    assert peak < 5_000_000
+    verdict = await checker("http", path="/gzip2", json_path="$", exists=True).check(red, TRAJ)
+    assert not verdict.passed
+
+
+@pytest.mark.parametrize("encoding", ["br", "zstd", "gzip, br", "compress"])
+async def test_an_encoding_the_client_did_not_ask_for_is_refused(red, encoding):
+    """br / zstd are inflated whole by httpx when their packages are installed (another plugin may
+    install them): the client asks for gzip and deflate only, and takes nothing else."""
+    obs = await red.step(ToolCall("encoded", {"as": encoding}))
+    assert obs.error and f"encoded as {encoding!r}" in obs.content
+
+
+async def test_an_unknown_encoding_token_is_passed_through_raw(red):
+    # what httpx does too: a server's 'utf-8' is not a compression, and its bytes are read as sent
+    obs = await red.step(ToolCall("encoded", {"as": "utf-8"}))
+    assert not obs.error and obs.data["json"] == {"value": 1}
+
+
+# --- answers and arguments that crashed the episode -----------------------------------------------
+
+
+async def test_json_nested_past_pythons_limit_is_not_json_and_fails_no_episode(red):
+    """Was: json.loads raised RecursionError out of step() and out of the http checker."""
+    obs = await red.step(ToolCall("deep", {}))
+    assert obs.data == {"status": 200}  # read (cut at the cap), not parsed
+    big = rest_env(app="hostile.py:create_app", openapi="redteam.yaml", max_response_bytes=1_000_000)
+    await big.reset(0)
+    try:
+        obs = await big.step(ToolCall("deep", {}))
+        assert not obs.error and "json" not in obs.data  # 400 KB, whole: still not parsed
+        verdict = await checker("http", path="/deep", json_path="$", exists=True).check(big, TRAJ)
+        assert not verdict.passed and "not (complete) JSON" in verdict.detail
+    finally:
+        await big.close()
+
+
+async def test_a_stored_value_nested_near_the_limit_fails_the_check_without_raising(red):
+    """The agent stores the deepest value the client still encodes; the checker reads it back
+    (deeper in the stack) and compares, shows and matches it without a RecursionError."""
+    deepest = None
+    for depth in (2000, 990, 950, 900, 800, 600):
+        value: list = []
+        node = value
+        for _ in range(depth):
+            node.append([])
+            node = node[0]
+        obs = await red.step(ToolCall("putValue", {"key": "k", "body": value}))
+        if not obs.error:
+            deepest = depth
+            break
+        assert "nested too deeply" in obs.content
+    assert deepest is not None
+    for params in ({"equals": [1]}, {"matches": "x"}, {"contains": [[1]]}, {"equals": [[[]]]}):
+        verdict = await checker("http", path="/store/k", json_path="$", **params).check(red, TRAJ)
+        assert not verdict.passed, params
+
+
+WIRE = [
+    ("echo", {"X-Tenant": "a", "q": "\ud800"}, "unknown argument"),  # X-Tenant is the world's (below)
+    ("echo", {"q": "\ud800"}, "q: not valid Unicode text"),
+    ("echo", {"X-Trace": "caf\u00e9"}, "X-Trace: a header value must be printable ASCII"),
+    ("echo", {"X-Trace": "\ud800"}, "X-Trace: not valid Unicode text"),
+    ("echo", {"note": "\ud800"}, "the JSON body: not valid Unicode text"),
+    ("echo", {"note": float("nan")}, "the JSON body: Out of range float values are not JSON compliant"),
+    ("echo", {"note": [float("inf")]}, "the JSON body: Out of range float values"),
+    ("echo", {"x": float("inf")}, "x: expected a finite number"),
+    ("echo", {"x": "NaN"}, "x: expected a finite number"),
+    ("echo", {"x": "\u0661"}, "x: expected a finite number"),  # float() reads Arabic-Indic digits
+    ("echo", {"n": [float("-inf")]}, "n: expected a finite number"),
+    ("echo", {"n": list(range(100_000))}, "the URL (path and query) is"),
+    ("echo", {"q": "q" * 40_000}, "the URL (path and query) is"),
+    ("getItem", {"item_id": "\u0664\u0662"}, "item_id: expected an integer"),  # '٤٢' matched \d
+    ("getItem", {"item_id": "1" * 50_000}, "the URL (path and query) is"),
+    ("increment", {"by": 10**5000}, "the JSON body: Exceeds the limit"),
+]
+
+
+@pytest.mark.parametrize(("tool", "args", "problem"), WIRE, ids=[f"{t}-{p[:24]}" for t, _, p in WIRE])
+async def test_arguments_the_wire_cannot_carry_are_error_observations(red, tool, args, problem):
+    """Was: a lone surrogate in a query, any non-ASCII header value, a path or query past httpx's
+    URL limit raised (UnicodeEncodeError, httpx.InvalidURL) out of step(); NaN and Infinity went
+    out as non-JSON a server may read as anything. Each is now this call's error, sent nowhere."""
+    obs = await red.step(ToolCall(tool, args))
+    assert obs.error and problem in obs.content, obs.content
+    assert not (red.world / "echo.json").exists()  # nothing reached the app
+
+
+async def test_deeply_nested_arguments_are_an_error_observation(red):
+    value: list = []
+    node = value
+    for _ in range(5000):
+        node.append([])
+        node = node[0]
+    obs = await red.step(ToolCall("echo", {"note": value}))
+    assert obs.error and "nested too deeply" in obs.content
+
+
+# --- headers the world owns -------------------------------------------------------------------------
+
+
+async def test_a_header_the_world_sets_is_never_an_argument(red):
+    """Was: a document's header parameter named like the world's credential (X-Api-Key) or fixed
+    header (X-Tenant) was a tool argument, and the agent's value replaced the world's on the wire."""
+    echo = next(t for t in red.tools() if t.name == "echo")
+    props = echo.parameters["properties"]
+    assert "X-Api-Key" not in props and "X-Tenant" not in props and "X-Tenant" not in echo.parameters.get(
+        "required", [])
+    # headers that reroute a request in some frameworks, or re-encode its answer, are never the agent's
+    assert "X-Original-URL" not in props and "Accept-Encoding" not in props and "X-Trace" in props
+    obs = await red.step(ToolCall("echo", {"X-Api-Key": "forged", "X-Tenant": "evil"}))
+    assert obs.error and "unknown argument(s) 'X-Api-Key', 'X-Tenant'" in obs.content
+    obs = await red.step(ToolCall("echo", {"X-Trace": "t"}))
+    arrived = json.loads((red.world / "echo.json").read_text())
+    assert arrived["x-tenant"] == "acme" and arrived["x-api-key"] == SECRET and arrived["x-trace"] == "t"
+    assert arrived["accept-encoding"] == "gzip, deflate"
+    assert SECRET not in obs.content and "<redacted>" in obs.content
+
+
+# --- credentials ---------------------------------------------------------------------------------
+
+
+async def test_a_credential_cut_by_the_cap_shows_none_of_its_characters(red):
+    """Was: the cap (max_response_bytes) could fall inside the echoed credential, whose first
+    characters were shown and stored; padding the body moved the cut to show every prefix, so the
+    whole key leaked a character at a time. The last bytes that could hold a secret's start are
+    now dropped from a cut answer, whatever they are."""
+    shown = set()
+    for n in range(0, 520, 3):
+        obs = await red.step(ToolCall("echo", {"note": "p" * n}))
+        body = obs.content.split("\n\n", 1)[-1]
+        assert SECRET not in obs.content
+        for k in range(3, len(SECRET)):
+            if SECRET[:k] in body:
+                shown.add(k)
+    assert shown == set()
+
+
+async def test_a_credential_is_masked_in_its_json_escaped_and_url_encoded_forms(monkeypatch):
+    key = 'k3y"w\\rd/0123456789'  # JSON escapes the quote and the backslash, a query the slash
+    monkeypatch.setenv("REDTEAM_KEY", key)
+    env = rest_env(app="hostile.py:create_app", openapi="hostile.yaml",
+                   auth=[{"env": "REDTEAM_KEY", "prefix": "", "header": "X-Trace-Id"}])
+    await env.reset(0)
+    try:
+        # the echo serves the headers JSON-escaped
+        obs = await env.step(ToolCall("echo", {"q": key}))  # the query comes back URL-encoded
+        escaped, quoted = json.dumps(key)[1:-1], "k3y%22w%5Crd%2F0123456789"
+        assert escaped in (env.world / "echo.json").read_text()  # really on the wire, escaped
+        for form in (key, escaped, quoted, "0123456789"):
+            assert form not in obs.content, form
+            assert form not in json.dumps(obs.data, ensure_ascii=False), form
+    finally:
+        await env.close()
+
+
+# --- the rest_db checker: what the world's file can do to it ------------------------------------
+
+
+async def test_rest_db_fails_and_never_raises_on_a_file_the_app_broke(red):
+    """Was: any sqlite error raised out of the checker (the episode unscored): a file the agent had
+    the app overwrite, a lock held by an app's open transaction, a symlink out of the world."""
+    await red.step(ToolCall("putValue", {"key": "k", "body": {"rows": 1}}))  # the app writes store.json
+    verdict = checker("rest_db", db="store.json", query="SELECT count(*) FROM sqlite_master", equals=0).check(red, TRAJ)
+    assert not verdict.passed and "not a database" in verdict.detail
+    db = red.world / "app.db"
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE TABLE t (x)")
+    conn.commit()
+    conn.execute("BEGIN EXCLUSIVE")  # an app in the middle of a write, never finishing
+    try:
+        verdict = checker("rest_db", query="SELECT count(*) FROM t", equals=0, check_seconds=0.3).check(red, TRAJ)
+        assert not verdict.passed and ("locked" in verdict.detail or "ran past 0.3 s" in verdict.detail)
+    finally:
+        conn.rollback()
+        conn.close()
+    assert checker("rest_db", query="SELECT count(*) FROM t", equals=0).check(red, TRAJ).passed
+    outside = red.world.parent / "outside.db"
+    sqlite3.connect(outside).close()
+    db.unlink()
+    db.symlink_to(outside)  # stands in for an app that makes links in its directory
+    verdict = checker("rest_db", query="SELECT 1", equals=1).check(red, TRAJ)
+    assert not verdict.passed and "outside the world's state directory" in verdict.detail
+    sqlite3.connect(red.world / "other.db").close()  # an app that dropped its table: the pack's query no longer runs
+    verdict = checker("rest_db", db="other.db", query="SELECT count(*) FROM no_such_table", equals=0).check(red, TRAJ)
+    assert not verdict.passed and "no such table" in verdict.detail
+
+
+@pytest.mark.parametrize("db", ["../x.db", "/etc/passwd", "a/../../x.db", "..\\x.db", ""])
+def test_rest_db_names_a_file_inside_the_world(db):
+    with pytest.raises(ValueError, match="db: expected a file name inside the world's directory"):
+        checker("rest_db", db=db, query="SELECT 1", equals=1)
+
+
+async def test_the_in_process_server_bounds_a_request_body_whoever_sends_it(red):
+    """The docstring promised a 413 past MAX_BODY; nothing enforced it. A local process (not the
+    agent's client, which max_request_bytes bounds) posting 9 MB is refused before the app reads."""
+    import httpx
+
+    from agentsynth_rest import server
+
+    # valid JSON (trailing blanks are allowed): an app that read it all would add 5
+    padded = b'{"by": 5}' + b" " * server.MAX_BODY
+
+    async def chunks():
+        for start in range(0, len(padded), 1_000_000):
+            yield padded[start:start + 1_000_000]
+
+    statuses = []
+    async with httpx.AsyncClient(trust_env=False, timeout=30) as client:
+        for content in (padded, chunks()):  # with a Content-Length, then chunked without one
+            try:
+                statuses.append((await client.post(f"{red.base_url}/counter/increment", content=content)).status_code)
+            except httpx.HTTPError:  # the server answered 413 and closed while the client still wrote
+                statuses.append(None)
+    assert all(s in (413, None) for s in statuses) and 413 in statuses, statuses
+    assert json.loads((red.world / "counter.json").read_text()) == {"counter": 0}
+    assert not (await red.step(ToolCall("getCounter", {}))).error
+
+
+# --- the tickets app -------------------------------------------------------------------------------
+
+
+async def test_the_tickets_app_takes_ascii_ids_only():
+    import httpx
+
+    env = rest_env(base_dir=TICKETS, app="app.py:create_app")
+    await env.reset(0)
+    try:
+        async with httpx.AsyncClient(trust_env=False) as client:  # past the client's own check
+            response = await client.get(f"{env.base_url}/tickets/\u0664")
+        assert response.status_code == 422
+    finally:
+        await env.close()
+
+
+def test_the_task_done_right_plus_renamed_titles_fails_every_task():
+    """Was: the snapshots saw each ticket's status, priority and assignee, its tags and comments,
+    but not its title: the oracle's work plus every title renamed passed all eight tasks. The
+    'untouched' check (the tickets table against the app's seed_tickets) now fails each one."""
+    import asyncio
+
+    import attrs
+
+    from agentsynth_kernel import ComponentSpec, EpisodeConfig, load_pack, run_episode
+    from agentsynth_rest.exploits import rest_exploits
+
+    exploit = next(e for e in rest_exploits() if e.name == "rest.oracle_plus_collateral")
+    pack = load_pack("tickets")
+
+    def play(task):
+        script = lambda state: exploit.actions(state, pack)  # noqa: E731
+        config = EpisodeConfig(ComponentSpec("scripted", {"actions": script}), max_steps=30, timeout=60)
+        return run_episode(get_host(), pack, task, 0, 0, config)
+
+    async def every(tasks):
+        return await asyncio.gather(*(play(t) for t in tasks))
+
+    results = asyncio.run(every(pack.tasks))
+    for task, result in zip(pack.tasks, results, strict=True):
+        assert result.status == "failed", (task.id, result.status, result.why)
+        failed = {v.checker for v in result.verdicts if not v.passed}
+        # the task itself was done right (file-outage's new ticket was renamed too: its own check fails)
+        assert failed == ({"untouched", "rest_db"} if task.id == "file-outage" else {"untouched"}), (task.id, failed)
+    # without that check, the same play passes: the hole it closes
+    lax = [attrs.evolve(t, checkers=[c for c in t.checkers if c.params.get("name") != "untouched"])
+           for t in pack.tasks[:2]]
+    assert [r.status for r in asyncio.run(every(lax))] == ["passed", "passed"]
