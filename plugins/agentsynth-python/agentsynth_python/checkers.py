@@ -114,6 +114,21 @@ class Expect:
         return True, f"got {_short(value, 120)}"
 
 
+# What parsing and comparing an agent's data on the host can raise: JSON nested past the recursion
+# limit (RecursionError, also from json.dumps of a value that only just loaded), a CSV field past
+# csv.field_size_limit() or a NUL (csv.Error), malformed text (ValueError), an absent key. Any of
+# them fails the check; none may leave the episode unscored (a policy could zero a reward at will).
+UNREADABLE = (ValueError, KeyError, RecursionError, csv.Error, MemoryError)
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, RecursionError):
+        return "nested too deeply to be read"
+    if isinstance(exc, MemoryError):
+        return "too big to be read"
+    return str(exc)[:500]
+
+
 def _python_env(env: Any) -> Any:
     if not callable(getattr(env, "world_for_checks", None)) or not callable(getattr(env, "evaluate", None)):
         raise TypeError(f"this checker needs the 'python' environment, got {type(env).__name__}")
@@ -187,14 +202,14 @@ class PythonFile:
             return Verdict(self.name, False, 0.0, f"{self.file} is not UTF-8 text")
         try:
             value, what = self._select(text)
-        except (ValueError, KeyError) as exc:
-            return Verdict(self.name, False, 0.0, f"{self.file}: {exc}")
-        if self.expect.empty and self.rows is None:
-            return Verdict(self.name, True, 1.0, f"{self.file} exists")
-        ok, detail = self.expect.compare(value) if not self.expect.empty else (True, "")
-        if ok and self.rows is not None:
-            count = len(list(csv.DictReader(io.StringIO(text))))
-            ok, detail = count == self.rows, f"{count} data rows, expected {self.rows}"
+            if self.expect.empty and self.rows is None:
+                return Verdict(self.name, True, 1.0, f"{self.file} exists")
+            ok, detail = self.expect.compare(value) if not self.expect.empty else (True, "")
+            if ok and self.rows is not None:
+                count = len(list(csv.DictReader(io.StringIO(text))))
+                ok, detail = count == self.rows, f"{count} data rows, expected {self.rows}"
+        except UNREADABLE as exc:  # the agent's bytes, parsed on the host: a failed check, never a crash
+            return Verdict(self.name, False, 0.0, f"{self.file}: {_reason(exc)}")
         return Verdict(self.name, ok, float(ok), f"{self.file}{what}: {detail}")
 
     def _select(self, text: str) -> tuple[Any, str]:
@@ -272,7 +287,10 @@ class PythonValue:
                                  check_files=self.files)
         except CheckError as exc:
             return Verdict(self.name, False, 0.0, f"{_short(self.expr, 80)}: {exc}")
-        ok, detail = self.expect.compare(value)
+        try:
+            ok, detail = self.expect.compare(value)
+        except UNREADABLE as exc:
+            return Verdict(self.name, False, 0.0, f"{_short(self.expr, 80)}: the value is {_reason(exc)}")
         return Verdict(self.name, ok, float(ok), f"{_short(self.expr, 80)}: {detail}")
 
 

@@ -283,10 +283,8 @@ class PythonEnvironment:
         reply: dict[str, Any] | None = None
         if line is not None:
             try:
-                reply = json.loads(line)
-                if not isinstance(reply, dict):
-                    reply = None
-            except ValueError:
+                reply = _reply(json.loads(line))
+            except (ValueError, RecursionError):
                 reply = None
         if reply is None:
             return self._lost(why or "garbled", notes)
@@ -417,11 +415,40 @@ class PythonEnvironment:
                              f"({len(lines)} line(s)); exit {code}")
         try:
             result = json.loads(lines[0][len(nonce) + 1:])
-        except ValueError:
-            raise CheckError("the checker's result is not JSON") from None
+        except (ValueError, RecursionError):  # RecursionError: nested past what the host parses
+            raise CheckError("the checker's result is not JSON the host can read") from None
+        # the runner always writes {"value": ...} or {"error": "..."}; anything else was written by the
+        # agent's code (world_on_path: it runs in the checker and can find the nonce)
+        if not isinstance(result, dict) or len(result) != 1 or not ("value" in result or "error" in result):
+            raise CheckError("the checker's result is not the runner's {value} / {error} document")
         if "error" in result:
-            raise CheckError(str(result["error"]))
+            raise CheckError(str(result["error"])[:2000])
         return result["value"]
+
+
+# The runner's reply to a call. The agent's code runs in the runner's process and can write its own
+# "reply" on the channel: only this shape is rendered; anything else is a garbled channel (the
+# sandbox is killed), never an exception in step() that would end the episode unscored.
+_REPLY_TYPES: dict[str, tuple[type, ...]] = {
+    "stdout": (str,), "stderr": (str,), "stdout_bytes": (int,), "stderr_bytes": (int,), "value": (str, type(None)),
+    "error": (str,), "status": (str, type(None)),
+}
+
+
+def _reply(doc: Any) -> dict[str, Any] | None:
+    if not isinstance(doc, dict):
+        return None
+    if set(doc) == {"error"} and isinstance(doc["error"], str):  # the runner could not capture output
+        return doc
+    if set(doc) != set(_REPLY_TYPES):
+        return None
+    for key, types in _REPLY_TYPES.items():
+        value = doc[key]
+        if not isinstance(value, types) or isinstance(value, bool):
+            return None
+        if isinstance(value, int) and not 0 <= value < 2**62:
+            return None
+    return doc
 
 
 def _remove(root: Path) -> None:
