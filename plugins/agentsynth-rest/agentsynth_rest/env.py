@@ -272,8 +272,8 @@ class RestEnvironment:
                 await self.client.aclose()
             self.client = None
         if self._slot is not None:
-            server.release(self._slot)
-            self._slot = None
+            slot, self._slot = self._slot, None
+            await asyncio.to_thread(server.release, slot)  # waits for the server's loop to turn over
         if self._proc is not None:
             await asyncio.to_thread(self._proc.kill)
             self._proc = None

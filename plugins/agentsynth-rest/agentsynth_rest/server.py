@@ -36,6 +36,7 @@ from typing import Any
 
 MAX_IDLE = 8  # servers kept warm per process
 MAX_BODY = 8 * 2**20  # a request body larger than this is refused by the dispatcher (413)
+QUIET_SECONDS = 0.5  # a released server's loop must turn over within this to be pooled
 
 
 class _BodyTooLarge(Exception):
@@ -92,6 +93,7 @@ class Slot:
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self._run, daemon=True, name=f"agentsynth-rest-{self.port}")
         self.error: BaseException | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
         self.thread.start()
         deadline = time.monotonic() + 20
         while not self.server.started:
@@ -100,10 +102,38 @@ class Slot:
             time.sleep(0.002)
 
     def _run(self) -> None:
+        async def serve() -> None:
+            self.loop = asyncio.get_running_loop()
+            await self.server.serve(sockets=[self.sock])
+
         try:
-            asyncio.run(self.server.serve(sockets=[self.sock]))
+            asyncio.run(serve())
         except BaseException as exc:  # noqa: BLE001 - reported by the starter
             self.error = exc
+
+    def quiet(self, seconds: float = QUIET_SECONDS) -> bool:
+        """Does the server's loop turn over within ``seconds``? A few turns run what its sockets
+        already hold (a request sent before the episode's client closed is dispatched now, to no
+        app: 503), so nothing of an episode is left to reach the next one's app. A loop blocked
+        by an app (sync work after its answer: no request counts as in flight) does not."""
+        loop = self.loop
+        if loop is None or not self.alive:
+            return False
+
+        async def turns() -> None:
+            for _ in range(5):
+                await asyncio.sleep(0)
+
+        try:
+            future = asyncio.run_coroutine_threadsafe(turns(), loop)
+        except RuntimeError:  # the loop is closed
+            return False
+        try:
+            future.result(timeout=seconds)
+            return True
+        except Exception:  # noqa: BLE001 - a timeout: the loop is stuck
+            future.cancel()
+            return False
 
     async def _dispatch(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         app = self.app
@@ -191,14 +221,17 @@ def release(slot: Slot) -> None:
     """Unplug the app (later requests get 503) and keep the server warm for the next episode.
 
     A server with a request still in flight (not answered in full: an app stuck in a handler the
-    agent's call gave up on) is not pooled: it is told to exit and dropped without waiting (its thread is a daemon), so
-    a hung loop never serves a later episode."""
+    agent's call gave up on), or whose loop does not turn over at once (an app blocking it after
+    answering, with the agent's later calls waiting in its sockets: they would be dispatched to
+    the next episode's app), is not pooled: it is told to exit and dropped without waiting (its
+    thread is a daemon), so a hung loop never serves a later episode."""
     slot.app = None
-    with _lock:
-        if slot.alive and slot.active == 0 and len(_idle) < MAX_IDLE:
-            _idle.append(slot)
-            return
-    if slot.active:
+    if slot.alive and slot.active == 0 and slot.quiet():
+        with _lock:
+            if len(_idle) < MAX_IDLE:
+                _idle.append(slot)
+                return
+    elif slot.alive:
         slot.server.should_exit = True
         return
     slot.stop()

@@ -312,3 +312,28 @@ def test_the_task_done_right_plus_renamed_titles_fails_every_task():
     lax = [attrs.evolve(t, checkers=[c for c in t.checkers if c.params.get("name") != "untouched"])
            for t in pack.tasks[:2]]
     assert [r.status for r in asyncio.run(every(lax))] == ["passed", "passed"]
+
+
+async def test_a_request_left_in_a_blocked_server_never_reaches_the_next_episodes_world():
+    """Was: an app that blocks its loop after answering (sync work after the reply) had no request
+    in flight, so its server went back to the warm pool; a call the agent made meanwhile sat in
+    the socket, and when the loop woke it was dispatched to the NEXT episode's app (its counter
+    moved before that episode began). A server is pooled only when its loop answers at once."""
+    import asyncio
+
+    first = rest_env(app="hostile.py:create_app", openapi="redteam.yaml", call_seconds=0.5)
+    await first.reset(0)
+    assert not (await first.step(ToolCall("blockAfter", {"s": 1.5}))).error
+    obs = await first.step(ToolCall("increment", {"by": 100}))  # waits in the socket of a blocked loop
+    assert obs.error and "no complete answer" in obs.content
+    slot = first._slot
+    await first.close()
+    second = rest_env(app="hostile.py:create_app", openapi="redteam.yaml")
+    await second.reset(7)
+    try:
+        assert second._slot is not slot
+        await asyncio.sleep(2.0)  # the old loop wakes and handles what it was sent
+        assert json.loads((second.world / "counter.json").read_text()) == {"counter": 7}
+        assert (await second.step(ToolCall("getCounter", {}))).data["json"]["value"] == 7
+    finally:
+        await second.close()

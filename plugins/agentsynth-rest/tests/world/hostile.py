@@ -8,6 +8,7 @@ import asyncio
 import functools
 import gzip
 import json
+import time
 import urllib.parse
 import zlib
 from pathlib import Path
@@ -71,6 +72,9 @@ def create_app(world: Path, seed: int = 0) -> Any:
         elif path == "/linger":  # answers at once, then its handler takes a while to return
             await _json(send, 200, {"value": state["counter"]})
             await asyncio.sleep(0.5)
+        elif path == "/block-after":  # answers at once, then blocks its server's loop (sync work after the reply)
+            await _json(send, 200, {"value": state["counter"]})
+            time.sleep(float(urllib.parse.parse_qs(scope["query_string"].decode()).get("s", ["1.5"])[0]))
         elif path == "/stall":  # never answers
             await asyncio.sleep(3600)
         elif path == "/gzip":
