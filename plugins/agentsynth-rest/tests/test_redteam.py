@@ -337,3 +337,109 @@ async def test_a_request_left_in_a_blocked_server_never_reaches_the_next_episode
         assert (await second.step(ToolCall("getCounter", {}))).data["json"]["value"] == 7
     finally:
         await second.close()
+
+
+async def test_one_comment_cannot_spell_two_in_the_comment_snapshot():
+    """Was: the comments snapshot joined ticket:author:body with ' | ', and a body is free text: one
+    comment on ticket 5 with the body 'Seen again | 7:helpdesk:Also here' read exactly as two
+    comments (on 5 and on 7). Author and body are now quoted (SQL quote(): a quote inside is
+    doubled), so no body can spell another comment, whatever quotes it carries."""
+    import yaml
+
+    query = yaml.safe_load((TICKETS / "pack.yaml").read_text())["metadata"]["snapshot_queries"][3]
+    old = "SELECT group_concat(ticket_id || ':' || author || ':' || body, ' | ') FROM (SELECT * FROM comments ORDER BY id)"
+
+    async def snapshots(comments):
+        env = rest_env(base_dir=TICKETS, app="app.py:create_app")
+        await env.reset(0)
+        try:
+            for ticket, body in comments:
+                obs = await env.step(ToolCall("addComment", {"ticket_id": ticket, "author": "helpdesk", "body": body}))
+                assert not obs.error, obs.content
+            conn = sqlite3.connect(env.state_path("tickets.db"))
+            try:
+                return conn.execute(old).fetchone()[0], conn.execute(query).fetchone()[0]
+            finally:
+                conn.close()
+        finally:
+            await env.close()
+
+    real = await snapshots([(5, "Seen again"), (7, "Also here")])
+    assert (await snapshots([(5, "Seen again | 7:helpdesk:Also here")]))[0] == real[0]  # the hole
+    for body in ("Seen again | 7:helpdesk:Also here", "Seen again' | 7:'helpdesk':'Also here"):
+        assert (await snapshots([(5, body)]))[1] != real[1], body
+
+
+# --- attempts that held (kept as tests, so they keep holding) --------------------------------------
+
+
+def _endless_headers_server():
+    """A raw TCP server (not ASGI: no framework would send this) answering every request with a
+    status line and then header lines, forever, until the client hangs up."""
+    import socket
+    import threading
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(4)
+    sent = [0]
+
+    def serve():
+        while True:
+            try:
+                conn, _ = sock.accept()
+            except OSError:
+                return
+            try:
+                conn.recv(65536)
+                conn.sendall(b"HTTP/1.1 200 OK\r\n")
+                line = b"X-H: " + b"v" * 1000 + b"\r\n"
+                while sent[0] < 200_000_000:
+                    conn.sendall(line)
+                    sent[0] += len(line)
+            except OSError:
+                pass
+            finally:
+                conn.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    return sock, sent
+
+
+async def test_endless_response_headers_are_bounded_by_the_client():
+    sock, sent = _endless_headers_server()
+    env = rest_env(base_url=f"http://127.0.0.1:{sock.getsockname()[1]}", openapi="redteam.yaml", call_seconds=5)
+    await env.reset(0)
+    try:
+        tracemalloc.start()
+        obs = await env.step(ToolCall("getCounter", {}))
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        assert obs.error and "Receive buffer too long" in obs.content and obs.data == {"status": None}
+        assert peak < 5_000_000 and sent[0] < 50_000_000  # h11 gave up at its buffer limit and hung up
+    finally:
+        await env.close()
+        sock.close()
+
+
+async def test_big_response_headers_from_the_app_are_an_error_observation(red):
+    obs = await red.step(ToolCall("bigHeaders", {}))
+    assert obs.error and "Receive buffer too long" in obs.content
+    assert not (await red.step(ToolCall("getCounter", {}))).error
+
+
+async def test_query_values_cannot_add_parameters_or_a_fragment(red):
+    await red.step(ToolCall("echo", {"q": "x&admin=1#f", "n": [1, 2]}))
+    arrived = (red.world / "echo.json").read_text()
+    obs = await red.step(ToolCall("echo", {"q": "x&admin=1#f"}))
+    assert obs.data["json"]["query"] == "q=x%26admin%3D1%23f" and arrived
+
+
+async def test_the_checker_reads_the_world_with_its_own_client_and_the_worlds_headers(red):
+    """A value the agent stores cannot redirect or re-credential the checker's request: it sends
+    the world's tenant and key, whatever the agent did to its own client."""
+    await red.step(ToolCall("putValue", {"key": "k", "body": {"status": "closed"}}))
+    red.client.headers["x-tenant"] = "evil"  # even the agent's own client, tampered with
+    verdict = await checker("http", method="POST", path="/echo", json_path="$.headers['x-tenant']",
+                            equals="acme").check(red, TRAJ)
+    assert verdict.passed, verdict.detail

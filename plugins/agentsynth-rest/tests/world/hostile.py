@@ -75,6 +75,10 @@ def create_app(world: Path, seed: int = 0) -> Any:
         elif path == "/block-after":  # answers at once, then blocks its server's loop (sync work after the reply)
             await _json(send, 200, {"value": state["counter"]})
             time.sleep(float(urllib.parse.parse_qs(scope["query_string"].decode()).get("s", ["1.5"])[0]))
+        elif path == "/big-headers":  # 8 MB of response headers
+            await send({"type": "http.response.start", "status": 200,
+                        "headers": [(f"x-h{i}".encode(), b"v" * 8000) for i in range(1000)]})
+            await send({"type": "http.response.body", "body": b"{}"})
         elif path == "/stall":  # never answers
             await asyncio.sleep(3600)
         elif path == "/gzip":
