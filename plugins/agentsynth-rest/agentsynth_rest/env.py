@@ -17,9 +17,14 @@ What holds against a hostile agent:
   (``Host``, ``Authorization``, ``Cookie``, ``X-Forwarded-*`` ...) are never the agent's;
 - credentials come only from environment variables named in the world's spec (``auth:``), are
   masked in every observation and remembered by the kernel's redaction, so they never reach disk;
+- a header the world sets (a credential, a fixed header) is never an argument, so the agent's
+  value cannot replace it; a cut answer loses the bytes that could hold a cut credential;
 - every call has a hard deadline (``call_seconds``, the whole exchange: a slow-loris reply is cut)
-  and a cap on what is read (``max_response_bytes``: a huge reply is not read past it);
-- an error status is an error observation; a transport failure is one too; nothing raises.
+  and a cap on what is read (``max_response_bytes``: a huge reply is not read past it; one layer
+  of gzip or deflate is inflated only up to it, stacked or unasked-for encodings are refused);
+- an error status is an error observation; a transport failure is one too; so is an argument the
+  wire cannot carry (a lone surrogate, non-ASCII in a header, NaN, a URL past 32 K characters,
+  nesting past Python's limit); nothing raises.
 """
 
 from __future__ import annotations
