@@ -44,9 +44,12 @@ from .sandbox import (
     forget_world,
     memory_of,
     package_paths,
+    processes_in,
     register_world,
     release_uid,
     resolve_isolation,
+    tmp_entries,
+    unlinked_files,
 )
 
 MB = 2**20
@@ -147,6 +150,8 @@ class PythonEnvironment:
         self.restarts = 0
         self._killed_why = ""
         self.task_id = str(getattr(task, "id", ""))
+        self._world_dev = -1  # the device of the world directory (files deleted there are its disk)
+        self._held_world = 0
 
     # --- Environment protocol (sync: the engine runs it on the episode's worker thread) ---------
 
@@ -161,6 +166,7 @@ class PythonEnvironment:
             seed_world(self.source, self.world)
         self.uid = claim_uid(f"{self.task_id}:{seed}") if self.isolation in ("bwrap", "container") else None
         chown_tree(self.world, self.uid)
+        self._world_dev = os.stat(self.world).st_dev
         self._start()
         self._files, _, _ = scan(self.world, self.spec.max_files)
         listing = "\n".join(f"  {p} ({s:,} bytes)" for p, (s, _) in sorted(self._files.items())) or "  (empty)"
@@ -223,6 +229,7 @@ class PythonEnvironment:
             raise SandboxError(f"agentsynth-python: the sandbox did not start ({why or 'no handshake'}): "
                                f"{detail or 'no error output'}")
         self._killed_why = ""
+        self._held_world = 0
         proc = self.proc
         threading.Thread(target=self._guard, args=(proc,), daemon=True, name="agentsynth-python-guard").start()
 
@@ -230,15 +237,17 @@ class PythonEnvironment:
         """Between and during calls: the world's quota, and the memory of all the sandbox's
         processes together (RLIMIT_AS bounds each process, not their sum). Kills the sandbox."""
         while proc.alive() and not proc.killed:
-            why = self._watchdog()
+            pids = processes_in({proc.namespace} if proc.namespace is not None else set())
+            held = unlinked_files(pids)
+            self._held_world = held.get(self._world_dev, 0)  # for the watchdog between rounds
+            why = self._watchdog(held)
             if why:
                 self.violation = self.violation or why
                 proc.terminate()
                 return
-            used = memory_of(proc.namespace)
-            if used > self.spec.memory_bytes:
-                self._killed_why = (f"killed: the sandbox's processes used {used:,} bytes of memory together, more "
-                                    f"than {self.spec.memory_bytes:,} (memory_bytes)")
+            why = self._over_memory(proc, pids, held)
+            if why:
+                self._killed_why = why
                 proc.terminate()
                 return
             if proc.oom_kills():  # a container's memory cgroup can be faster than this guard
@@ -253,15 +262,32 @@ class PythonEnvironment:
             self.proc.kill()
             self.proc = None
 
-    def _watchdog(self) -> str | None:
+    def _over_memory(self, proc: Process, pids: list[int], held: dict[int, int]) -> str:
+        """Why the sandbox must be killed for the memory it holds, or ''. Unlinked files off the
+        world's device (memfds, deleted /tmp files: see :func:`unlinked_files`) count as memory."""
+        used = memory_of(proc.namespace, pids)
+        unnamed = sum(b for dev, b in held.items() if dev != self._world_dev)  # memfd, deleted /tmp files
+        if used + unnamed > self.spec.memory_bytes:
+            what = f" (of which {unnamed:,} in unlinked files or memfds)" if unnamed else ""
+            return (f"killed: the sandbox's processes used {used + unnamed:,} bytes of memory together{what}, more "
+                    f"than {self.spec.memory_bytes:,} (memory_bytes)")
+        entries = tmp_entries(pids)
+        if entries > self.spec.max_files:
+            return f"killed: /tmp held {entries:,} files and directories, more than {self.spec.max_files:,} (max_files)"
+        return ""
+
+    def _watchdog(self, held: dict[int, int] | None = None) -> str | None:
         world = self.world  # read once: the guard thread may run while close() clears it
         if world is None:
             return None
         files, total, over = scan(world, self.spec.max_files)
         if over:
             return f"the world holds more than {self.spec.max_files:,} files (max_files)"
-        if total > self.spec.max_world_bytes:
-            return f"the world grew to {total:,} bytes, more than {self.spec.max_world_bytes:,} (max_world_bytes)"
+        hidden = held.get(self._world_dev, 0) if held is not None else self._held_world
+        if total + hidden > self.spec.max_world_bytes:
+            what = f" (of which {hidden:,} in deleted files still open)" if hidden else ""
+            return (f"the world grew to {total + hidden:,} bytes{what}, more than {self.spec.max_world_bytes:,} "
+                    "(max_world_bytes)")
         return None
 
     def _call(self, request: dict[str, Any]) -> Observation:
@@ -396,7 +422,8 @@ class PythonEnvironment:
     def _memory_guard(self, proc: Process) -> None:
         """A checker's processes run the agent's code when they import it: bound their sum too."""
         while proc.alive() and not proc.killed:
-            if memory_of(proc.namespace) > self.spec.memory_bytes or proc.oom_kills():
+            pids = processes_in({proc.namespace} if proc.namespace is not None else set())
+            if self._over_memory(proc, pids, unlinked_files(pids)) or proc.oom_kills():
                 proc.terminate()
                 return
             time.sleep(0.25)

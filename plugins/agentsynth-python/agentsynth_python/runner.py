@@ -38,6 +38,7 @@ def confine(config):
             resource.setrlimit(which, (value, hard))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     uid = config.get("uid")
+    ipc_limits(config["limits"].get("memory_bytes") or 2**30)
     if uid is not None and os.getuid() == 0:
         os.setgroups([])
         os.setgid(uid)
@@ -52,6 +53,25 @@ def confine(config):
         pass
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a file past max_file_bytes: EFBIG, not death
     os.umask(0o022)
+
+
+def ipc_limits(memory_bytes):
+    """Bound System V IPC in the sandbox's own IPC namespace (its sysctls are per namespace): a
+    shared memory segment lives on when no process has it attached, counted in no process's
+    memory and in no rlimit, so without this a sandbox could hold the host's RAM in detached
+    segments (the kernel's defaults allow ~16 EB), and as much again in semaphore arrays and message
+    queues. ``shm_rmid_forced`` destroys a segment once nothing has it attached (an attached one is
+    in its process's RLIMIT_AS and in the memory guard's sum); the rest caps the totals. Written
+    while the runner is still root (bwrap's privileged mode: the sandbox uid cannot change them
+    back); without root (a user namespace: they belong to the sandbox's own uid) best effort."""
+    page = os.sysconf("SC_PAGE_SIZE")
+    for name, value in (("shm_rmid_forced", "1"), ("shmmax", str(memory_bytes)), ("shmall", str(memory_bytes // page)),
+                        ("shmmni", "64"), ("msgmni", "16"), ("msgmnb", "16384"), ("sem", "250 8192 32 64")):
+        try:
+            with open("/proc/sys/kernel/" + name, "w") as f:
+                f.write(value)
+        except OSError:
+            pass
 
 
 def private_fd(fd):

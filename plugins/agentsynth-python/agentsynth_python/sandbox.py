@@ -27,6 +27,7 @@ import os
 import selectors
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -299,11 +300,11 @@ def _parent(pid: int) -> int:
         return 0
 
 
-def memory_of(namespace: int | None) -> int:
+def memory_of(namespace: int | None, pids: list[int] | None = None) -> int:
     """Bytes of memory the processes of a sandbox use together (proportional set size: shared
-    pages are split between the processes that share them)."""
+    pages are split between the processes that share them). ``pids``: its processes, when known."""
     total = 0
-    for pid in processes_in({namespace} if namespace is not None else set()):
+    for pid in pids if pids is not None else processes_in({namespace} if namespace is not None else set()):
         try:
             with open(f"/proc/{pid}/smaps_rollup", "rb") as f:
                 for line in f:
@@ -313,6 +314,47 @@ def memory_of(namespace: int | None) -> int:
         except (OSError, ValueError):
             continue
     return total
+
+
+def unlinked_files(pids: list[int]) -> dict[int, int]:
+    """{device: bytes} of the files the sandbox's processes hold open or mapped that have no name
+    left (deleted after opening, ``memfd_create``): no scan of a directory sees them, no rlimit
+    bounds how many (RLIMIT_FSIZE bounds each), and they live as long as a descriptor or mapping
+    does. On the world's device they are disk the world uses; elsewhere (a memfd, /tmp) memory."""
+    seen: set[tuple[int, int]] = set()
+    held: dict[int, int] = {}
+    for pid in pids:
+        for where in ("fd", "map_files"):  # map_files: a mapping outlives its descriptor (root only)
+            try:
+                names = os.listdir(f"/proc/{pid}/{where}")
+            except OSError:
+                continue
+            for name in names:
+                try:
+                    st = os.stat(f"/proc/{pid}/{where}/{name}")
+                except OSError:
+                    continue
+                if st.st_nlink or not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) in seen:
+                    continue
+                seen.add((st.st_dev, st.st_ino))
+                held[st.st_dev] = held.get(st.st_dev, 0) + st.st_blocks * 512  # what is allocated (sparse: 0)
+    return held
+
+
+def tmp_entries(pids: list[int]) -> int:
+    """Inodes in use on the sandbox's private /tmp: a tmpfs bounds its bytes (``tmp_bytes``), not
+    its entries, and each empty file or directory costs kernel memory no process is charged for."""
+    host_root = os.stat("/")
+    for pid in pids:
+        try:
+            root = os.stat(f"/proc/{pid}/root")
+            if (root.st_dev, root.st_ino) == (host_root.st_dev, host_root.st_ino):
+                continue  # a process of a sandbox still being set up: its root is still the host's
+            vfs = os.statvfs(f"/proc/{pid}/root/tmp")
+        except OSError:
+            continue
+        return max(0, vfs.f_files - vfs.f_ffree)
+    return 0
 
 
 def leaked_processes() -> list[int]:

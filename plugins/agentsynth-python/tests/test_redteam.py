@@ -120,3 +120,66 @@ def test_a_stdout_checker_compares_whatever_the_command_prints(make_env):
     verdict = PythonStdout(command="cat out.txt", equals="ok").check(env, None)
     assert not verdict.passed
     assert os.path.exists(env.world / "out.txt")
+
+
+# --- memory and disk that no process is charged for -------------------------------------------------
+
+SHM = """
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+libc.shmat.restype = ctypes.c_void_p
+libc.shmat.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_int]
+libc.shmdt.argtypes = [ctypes.c_void_p]
+size, made, refused = 100 * 2**20, 0, []
+for _ in range(5):  # 500 MB in detached segments: in no process's memory, in no rlimit
+    sid = libc.shmget(0, size, 0o1600)
+    if sid < 0:
+        refused.append(ctypes.get_errno())
+        continue
+    addr = libc.shmat(sid, None, 0)
+    ctypes.memset(addr, 1, size)
+    libc.shmdt(ctypes.c_void_p(addr))
+    made += 1
+big = libc.shmget(0, 300 * 2**20, 0o1600)
+queues = sum(libc.msgget(0, 0o1600) >= 0 for _ in range(100))
+sems = libc.semget(0, 30000, 0o1600)
+held = sum(int(line.split()[3]) for line in open('/proc/sysvipc/shm').readlines()[1:])
+print('made', made, 'held', held, 'big', big, 'queues', queues, 'sems', sems)
+"""
+
+
+def test_system_v_shared_memory_cannot_hold_memory_past_the_limit(make_env):
+    env = make_env(memory_bytes=256 * 2**20)
+    obs = run(env, SHM)
+    words = obs.content.split()
+    held, big, queues, sems = (int(words[words.index(k) + 1]) for k in ("held", "big", "queues", "sems"))
+    assert held == 0, obs.content  # a detached segment is destroyed (shm_rmid_forced): 500 MB held before
+    assert big == -1 and sems == -1 and queues <= 16, obs.content  # one 300 MB segment, 30000 semaphores
+    assert run(env, "open('/proc/sys/kernel/shmmax').read()").content == repr(f"{256 * 2**20}\n")
+    refused = shell(env, "echo 18446744073692774399 > /proc/sys/kernel/shmmax")
+    assert "Permission denied" in refused.content  # the sandbox uid cannot raise them back
+    assert open("/proc/sys/kernel/shmmax").read() != f"{256 * 2**20}\n"  # the host's own are untouched
+
+
+def test_memfds_count_as_the_sandboxes_memory(make_env):
+    env = make_env(memory_bytes=256 * 2**20, max_file_bytes=32 * 2**20, wall_seconds=60)
+    obs = run(env, "import os, time\nfds = []\nfor _ in range(12):  # 384 MB in memfds, each under RLIMIT_FSIZE\n"
+                   "    fd = os.memfd_create('x')\n    for _ in range(32):\n        os.write(fd, b'x' * 2**20)\n"
+                   "    fds.append(fd)\ntime.sleep(30)")
+    assert obs.error and "unlinked files or memfds" in obs.content and "memory_bytes" in obs.content, obs.content
+
+
+def test_deleted_files_still_open_count_against_the_world_quota(make_env):
+    env = make_env(max_world_bytes=16 * 2**20, max_file_bytes=8 * 2**20, wall_seconds=60)
+    obs = run(env, "import os, time\nkept = []\nfor i in range(6):  # 48 MB on the host's disk, no name in the world\n"
+                   "    f = open(f'big{i}', 'wb')\n    f.write(b'x' * 8 * 2**20)\n    f.flush()\n"
+                   "    os.unlink(f'big{i}')\n    kept.append(f)\ntime.sleep(30)")
+    assert obs.error and "deleted files still open" in obs.content and "max_world_bytes" in obs.content, obs.content
+    assert "the world was stopped" in run(env, "1").content
+
+
+def test_empty_files_in_tmp_are_bounded(make_env):
+    env = make_env(max_files=500, wall_seconds=60)
+    obs = run(env, "import os, time\nos.makedirs('/tmp/d')\nfor i in range(200000):\n"
+                   "    os.mkdir(f'/tmp/d/{i}')\ntime.sleep(30)")
+    assert obs.error and "/tmp held" in obs.content and "max_files" in obs.content, obs.content
