@@ -30,7 +30,7 @@ from .world import (
     keyed,
     list_tables,
     open_copy,
-    paired_updates,
+    paired_changes,
     pristine,
     quote,
     scan,
@@ -253,7 +253,7 @@ class SqlEnvironment:
             return Observation("error: no SQL statement given", error=True)
         if params and len(statements) > 1:
             return Observation("error: 'params' can only be used with a single statement", error=True)
-        if not self._capped:
+        if not self._capped and not readonly:  # a read-only call cannot grow the database
             self._cap_size()
         outputs: list[str] = []
         data: list[dict[str, Any]] = []
@@ -331,10 +331,10 @@ class SqlEnvironment:
                 return rows, False, used
             if len(rows) >= limit or (rows and used > room):
                 return rows, True, used
-            sizes = [len(v) if isinstance(v, str | bytes) else 8 for v in row]
+            sizes = [len(v) if isinstance(v, (str, bytes)) else 8 for v in row]
             if max(sizes, default=0) > 256:  # a value _keep may shrink (the common row has none: no call per value)
                 row = tuple(keep(v) for v in row)
-                sizes = [len(v) if isinstance(v, str | bytes) else 8 for v in row]
+                sizes = [len(v) if isinstance(v, (str, bytes)) else 8 for v in row]
             used += sum(sizes)
             rows.append(row)
 
@@ -361,18 +361,10 @@ class SqlEnvironment:
                     "(max_db_bytes); nothing of this statement was written")
         return f"{type(exc).__name__}: {exc}" if not isinstance(exc, sqlite3.Error) else str(exc)
 
-    def _cell(self, value: Any) -> str:
-        if value is None:
-            return "NULL"
-        if isinstance(value, bytes):
-            return f"<{len(value)} bytes>"
-        text = str(value)
-        limit = self.spec.max_cell_chars
-        return text if len(text) <= limit else text[: limit - 1] + "…"
-
     def _render(self, columns: list[str], rows: list[tuple[Any, ...]], cut: bool) -> str:
+        limit = self.spec.max_cell_chars
         lines = [" | ".join(columns)]
-        lines += [" | ".join(self._cell(v) for v in row) for row in rows]
+        lines += [" | ".join([_cell(v, limit) for v in row]) for row in rows]
         if cut:
             lines.append(f"(first {len(rows)} rows shown; narrow the query with WHERE/LIMIT to see more)")
         else:
@@ -487,30 +479,37 @@ class SqlEnvironment:
         """Every change between the start and the end state: rows, and schema objects (tables
         altered, views / triggers / indexes created or dropped). Raises CheckBudgetExceeded when
         the diff runs out of budget or a table gained more than ``max_changes`` rows."""
-        if self._diff_error is not None:
-            raise CheckBudgetExceeded(self._diff_error)
         if self._changes is None:
             with self._check_lock:
-                conn = self.end_state()
-                assert self.snapshot is not None
-                if not (self._end_owned or self._end_live):  # the agent changed nothing: the start snapshot is read
-                    self._changes = []
-                    return self._changes
-                self.budget.arm(conn, self.spec.check_budget)
-                try:
-                    self._changes = self._diff(conn, self.snapshot)
-                except sqlite3.OperationalError as exc:
-                    try:
-                        self._over_budget(exc, "the collateral diff")
-                    except CheckBudgetExceeded as over:
-                        self._diff_error = str(over)
-                        raise
-                    raise
-                except CheckBudgetExceeded as over:
-                    self._diff_error = str(over)
-                    raise
-                finally:
-                    self.budget.disarm(conn)
+                return self._diffed()
+        return self._changes
+
+    def _diffed(self) -> list[Change]:
+        """:meth:`changes`, with the check lock held."""
+        if self._diff_error is not None:
+            raise CheckBudgetExceeded(self._diff_error)
+        if self._changes is not None:
+            return self._changes
+        conn = self.end_state()
+        assert self.snapshot is not None
+        if not (self._end_owned or self._end_live):  # the agent changed nothing: the start snapshot is read
+            self._changes = []
+            return self._changes
+        self.budget.arm(conn, self.spec.check_budget)
+        try:
+            self._changes = self._diff(conn, self.snapshot)
+        except sqlite3.OperationalError as exc:
+            try:
+                self._over_budget(exc, "the collateral diff")
+            except CheckBudgetExceeded as over:
+                self._diff_error = str(over)
+                raise
+            raise
+        except CheckBudgetExceeded as over:
+            self._diff_error = str(over)
+            raise
+        finally:
+            self.budget.disarm(conn)
         return self._changes
 
     def _diff(self, conn: sqlite3.Connection, snap: Snapshot) -> list[Change]:
@@ -542,11 +541,13 @@ class SqlEnvironment:
                 old = snap.scans[table]
                 if rows == old:
                     continue  # one C-level comparison for an untouched table
-                if pk is None and len(rows) == len(old):
-                    # the common case, updates only: the two scans (both in rowid order) pair up row by row
-                    pairs = [(b, a) for b, a in zip(old, rows, strict=True) if b != a]
+                if pk is None and len(rows) >= len(old):
+                    # the common case, updates and appended rows: both scans are in rowid order, so when every
+                    # row that differs keeps its rowid, the start's rows are the end's first ones (the rest
+                    # were inserted after them)
+                    pairs = [(b, a) for b, a in zip(old, rows, strict=False) if b != a]
                     if all(b[0] == a[0] for b, a in pairs):
-                        updates += paired_updates(table, columns, pairs)
+                        updates += paired_changes(table, columns, pairs, rows[len(old):])
                         continue
                 # same columns: only the rows that are not in both scans can differ (set lookups in C,
                 # instead of keying and comparing every row of the table in Python)
@@ -571,29 +572,38 @@ class SqlEnvironment:
     def unexpected_changes(self) -> list[Change]:
         """The changes ``allowed_changes`` does not cover: collateral damage."""
         if self._unexpected is None:
-            changes = self.changes()
-            if not changes or self.allowed.anything:  # nothing to judge: no rule needs to read the world
-                self._unexpected = []
-                return self._unexpected
-            opened: list[sqlite3.Connection] = []
+            with self._check_lock:  # one hold for the diff and the rules
+                changes = self._diffed()
+                if not changes or self.allowed.anything:  # nothing to judge: no rule needs to read the world
+                    self._unexpected = []
+                    return self._unexpected
+                opened: list[sqlite3.Connection] = []
 
-            def start() -> sqlite3.Connection:
+                def start() -> sqlite3.Connection:
+                    assert self.snapshot is not None
+                    opened.append(open_copy(self.snapshot))
+                    return opened[-1]
+
+                end = self.end_state()
                 assert self.snapshot is not None
-                opened.append(open_copy(self.snapshot))
-                return opened[-1]
-
-            try:
-                with self._check_lock:
-                    end = self.end_state()
-                    self.budget.arm(end, self.spec.check_budget)
-                    try:
-                        self._unexpected = self.allowed.violations(changes, start, end, self.snapshot.start_keys)
-                    except sqlite3.OperationalError as exc:
-                        self._over_budget(exc, "the collateral check")
-                        raise
-                    finally:
-                        self.budget.disarm(end)
-            finally:
-                for conn in opened:
-                    conn.close()
+                self.budget.arm(end, self.spec.check_budget)
+                try:
+                    self._unexpected = self.allowed.violations(changes, start, end, self.snapshot.start_keys)
+                except sqlite3.OperationalError as exc:
+                    self._over_budget(exc, "the collateral check")
+                    raise
+                finally:
+                    self.budget.disarm(end)
+                    for conn in opened:
+                        conn.close()
         return self._unexpected
+
+
+def _cell(value: Any, limit: int) -> str:
+    """One value as the agent sees it in a result table."""
+    if value is None:
+        return "NULL"
+    if type(value) is bytes:
+        return f"<{len(value)} bytes>"
+    text = str(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -16,9 +16,9 @@ import hashlib
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import compress
-from operator import ne
+from operator import itemgetter, ne
 from pathlib import Path
 from typing import Any
 
@@ -218,7 +218,8 @@ def _memory_counter() -> Any:
         import _sqlite3
         import ctypes
 
-        fn = ctypes.CDLL(_sqlite3.__file__).sqlite3_memory_used
+        # PyDLL: called with the GIL held (a counter read, no reason to hand the GIL over and back)
+        fn = ctypes.PyDLL(_sqlite3.__file__).sqlite3_memory_used
         fn.restype, fn.argtypes = ctypes.c_int64, []
         fn()
         return fn
@@ -476,9 +477,9 @@ def diff_states(start: Mapping[str, Mapping[Any, tuple[Any, ...]]], end: Mapping
             if b == a and same_cols:
                 continue
             if b is None:
-                changes.append(Change(table, "insert", key, after=_shrunk(dict(zip(cols_a, a, strict=False)))))
+                changes.append(Change(table, "insert", key, after=_row_dict(cols_a, a)))
             elif a is None:
-                changes.append(Change(table, "delete", key, before=_shrunk(dict(zip(cols_b, b, strict=False)))))
+                changes.append(Change(table, "delete", key, before=_row_dict(cols_b, b)))
             else:
                 update = _row_update(table, key, cols_b, cols_a, b, a)
                 if update is not None:
@@ -492,24 +493,49 @@ _MISSING = object()
 def _row_update(table: str, key: Any, cols_b: tuple[str, ...], cols_a: tuple[str, ...], b: tuple[Any, ...],
                 a: tuple[Any, ...]) -> Change | None:
     """One row's update (None when no value differs): the columns whose values differ, both rows."""
-    full_b, full_a = dict(zip(cols_b, b, strict=False)), dict(zip(cols_a, a, strict=False))
     if cols_b == cols_a:  # the common case: compare the values pairwise
         cols = tuple(compress(cols_a, map(ne, b, a)))
-    else:
-        cols = tuple(c for c in dict.fromkeys((*cols_b, *cols_a)) if full_b.get(c, _MISSING) != full_a.get(c, _MISSING))
+        return Change(table, "update", key, cols, _row_dict(cols_b, b), _row_dict(cols_a, a)) if cols else None
+    full_b, full_a = dict(zip(cols_b, b, strict=False)), dict(zip(cols_a, a, strict=False))
+    cols = tuple(c for c in dict.fromkeys((*cols_b, *cols_a)) if full_b.get(c, _MISSING) != full_a.get(c, _MISSING))
     return Change(table, "update", key, cols, _shrunk(full_b), _shrunk(full_a)) if cols else None
 
 
-def paired_updates(table: str, columns: tuple[str, ...], pairs: list[tuple[tuple[Any, ...], tuple[Any, ...]]]) -> list[Change]:
-    """The changes of ``(start, end)`` scan rows paired by rowid in a table whose columns did not
-    change: updates only, in key order, as :func:`diff_states` reports them (without keying both
-    states first)."""
+def paired_changes(table: str, columns: tuple[str, ...], pairs: list[tuple[tuple[Any, ...], tuple[Any, ...]]],
+                   inserted: Sequence[tuple[Any, ...]] = ()) -> list[Change]:
+    """The changes of a rowid table whose columns did not change, from its start and end scans paired
+    by rowid: ``pairs`` of ``(start, end)`` rows that differ, and the end's ``inserted`` rows (rowids
+    after every start row). In key order, as :func:`diff_states` reports them, without keying both
+    states first."""
     out: list[Change] = []
-    for b, a in sorted(pairs, key=lambda pair: repr(pair[0][0])) if len(pairs) > 1 else pairs:
+    if not inserted:  # updates only
+        for b, a in sorted(pairs, key=_pair_key) if len(pairs) > 1 else pairs:
+            update = _row_update(table, b[0], columns, columns, b[1:], a[1:])
+            if update is not None:
+                out.append(update)
+        return out
+    rows = sorted([(repr(b[0]), b, a) for b, a in pairs] + [(repr(a[0]), None, a) for a in inserted],
+                  key=itemgetter(0))
+    for _key, b, a in rows:
+        if b is None:
+            out.append(Change(table, "insert", a[0], after=_row_dict(columns, a[1:])))
+            continue
         update = _row_update(table, b[0], columns, columns, b[1:], a[1:])
         if update is not None:
             out.append(update)
     return out
+
+
+def _pair_key(pair: tuple[tuple[Any, ...], tuple[Any, ...]]) -> str:
+    return repr(pair[0][0])  # diff_states' order of keys
+
+
+def _row_dict(columns: tuple[str, ...], row: tuple[Any, ...]) -> dict[str, Any]:
+    """``dict(zip(columns, row))``, :func:`_shrunk`: big values looked for in the tuple, before a dict exists."""
+    for v in row:
+        if (type(v) is str or type(v) is bytes) and len(v) > 64:
+            return {k: small(x) for k, x in zip(columns, row, strict=False)}
+    return dict(zip(columns, row, strict=False))
 
 
 def _shrunk(row: dict[str, Any]) -> dict[str, Any]:

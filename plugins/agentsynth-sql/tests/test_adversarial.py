@@ -318,6 +318,20 @@ def test_the_database_and_temp_tables_are_capped(files):
     assert temp[-1].error and "database full" in temp[-1].content
 
 
+def test_the_caps_hold_when_read_only_calls_came_first(files):
+    """sql_query cannot write, so the database's cap is set before the first sql_execute, not at the
+    first call: reads first, then the same growth as above is stopped all the same (main and temp)."""
+    env = make_env(files, max_db_bytes=1_000_000)
+    for sql in ("SELECT count(*) FROM sqlite_master", "SELECT randomblob(900000)", "VACUUM",
+                "CREATE TABLE junk (b BLOB)", "CREATE TEMP TABLE tjunk (b BLOB)"):
+        q(env, sql)  # read, or refused: none of it grows the world
+    assert not env._capped
+    x(env, "CREATE TABLE junk (b BLOB); CREATE TEMP TABLE tjunk (b BLOB)")
+    for table in ("junk", "tjunk"):
+        obs = [x(env, f"INSERT INTO {table} SELECT randomblob(300000)") for _ in range(5)]
+        assert obs[-1].error and "database full" in obs[-1].content, table
+
+
 def test_the_temp_cap_is_set_at_first_use_of_the_temp_schema_in_any_statement(files):
     """The temp database is capped when a statement first creates something there (it is not
     opened for episodes that never use it): as the first statement, inside a script, with params."""
