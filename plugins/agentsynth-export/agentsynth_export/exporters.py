@@ -100,6 +100,8 @@ class BaseExporter:
     base_dir: Path | None = None
     stats: Counter[str] = attrs.field(factory=Counter, init=False)
     report: dict[str, Any] = attrs.field(factory=dict, init=False)
+    # the secret scrub of the current export (its encoded() spares the jsonl exporter a second encode)
+    scrubber: Any = attrs.field(default=None, init=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         owner = f"exporter {self.format_name!r}"
@@ -121,9 +123,10 @@ class BaseExporter:
 
     def select(self, results: Iterable[EpisodeResult]) -> Iterator[EpisodeResult]:
         """The records this exporter writes, after filter, reward, redaction, dedup, decontamination."""
-        from .scrub import scrub_results
+        from .scrub import Scrubber
 
-        stream = scrub_results(self._select(results), self.stats)
+        self.scrubber = Scrubber(self.stats)
+        stream = self.scrubber.scrub(self._select(results))
         redactor = None
         if self.redact:
             from .redact import Redactor
@@ -324,7 +327,14 @@ class JsonlExporter(BaseExporter):
         suffixes: dict[str, bytes] = {}
         with _open_out(path) as fp:
             for result in records:
-                encode_into(result, buf, len(buf))
+                # the scrub's screen encoded it already, when it passed it unchanged (select() is a generator:
+                # its scrubber exists from the first record on)
+                scrubber = self.scrubber
+                data = scrubber.encoded(result) if scrubber is not None else None
+                if data is None:
+                    encode_into(result, buf, len(buf))
+                else:
+                    buf += data
                 if mode != "never" and wants_canary(mode, result):
                     canary = self.canary_for(result) or ""
                     suffix = suffixes.get(canary)
