@@ -121,7 +121,8 @@ class Runtime:
 
 def run_argv(rt: Runtime, *, name: str, world: Path, writable: bool, limits: Any, uid: int | None,
              packages: Sequence[tuple[str, str]], runner: Path, check_files: Sequence[tuple[str, str]] | None,
-             env: dict[str, str], command: Sequence[str], pidfile: str | None = None) -> list[str]:
+             env: dict[str, str], command: Sequence[str], pidfile: str | None = None,
+             masks: Sequence[str] = ()) -> list[str]:
     """The ``podman run`` / ``docker run`` command line of one sandboxed process."""
     argv = [rt.path]
     if rt.kind == "podman" and rt.oci_runtime:
@@ -157,6 +158,9 @@ def run_argv(rt: Runtime, *, name: str, world: Path, writable: bool, limits: Any
         argv += ["-v", f"{host_path}:/.agentsynth/site/{inside}:ro"]
     for host_path, inside in check_files or []:
         argv += ["-v", f"{host_path}:/check/{inside}:ro"]
+    for inside in masks:  # the pack inside a bound package: covered (see sandbox.masked)
+        # empty: podman would copy the directory's files up into the tmpfs (docker does not)
+        argv += ["--tmpfs", f"{inside}:ro,size=4k,mode=0555{',notmpcopyup' if rt.kind == 'podman' else ''}"]
     for key, value in env.items():
         argv += ["--env", f"{key}={value}"]
     if rt.rootfs:

@@ -135,6 +135,8 @@ class PythonEnvironment:
             self.packages = package_paths(list(self.spec.packages))
         except ValueError as exc:
             raise InvalidValue(str(exc)) from None
+        # never visible inside a sandbox, wherever the pack is installed (see sandbox.masked)
+        self.hidden = [str(self.base_dir), str(Path(__file__).with_name("packs"))]
         self.source = (self.base_dir / self.spec.files) if self.spec.files else None
         if self.source is not None and not self.source.is_dir():
             raise InvalidValue(f"files: {self.source} is not a directory")
@@ -220,7 +222,8 @@ class PythonEnvironment:
     def _start(self) -> None:
         assert self.world is not None
         self.proc = Process(world=self.world, isolation=self.isolation, limits=self.spec.limits, mode="serve",
-                            seed=self.seed, packages=self.packages, writable=True, uid=self.uid, runtime=self.runtime)
+                            seed=self.seed, packages=self.packages, writable=True, uid=self.uid, runtime=self.runtime,
+                            hidden=self.hidden)
         line, why = self.proc.read_line(time.monotonic() + self.spec.start_seconds, 4096)
         if line is None or not line.startswith(b'{"ready"'):
             detail = self.proc.stderr_text()
@@ -401,7 +404,8 @@ class PythonEnvironment:
         limits = self.spec.check_limits
         proc = Process(world=world, isolation=self.isolation, limits=limits, mode=mode, seed=self.seed,
                        packages=self.packages, writable=False, check_files=check_files, uid=self.uid,
-                       extra={"argv": argv} if argv is not None else None, runtime=self.runtime)
+                       extra={"argv": argv} if argv is not None else None, runtime=self.runtime,
+                       hidden=self.hidden)
         guard = threading.Thread(target=self._memory_guard, args=(proc,), daemon=True, name="agentsynth-python-guard")
         guard.start()
         try:

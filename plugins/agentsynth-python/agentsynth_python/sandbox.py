@@ -169,8 +169,33 @@ def _dirs_for(path: str, done: set[str]) -> list[str]:
     return flags
 
 
+def masked(hidden: list[str], packages: list[tuple[str, str]], *, host_system: bool) -> list[str]:
+    """Where each of the ``hidden`` host directories (the pack: its pack.yaml holds the expected
+    values, its oracle the answers, its checks the hidden tests) appears inside a sandbox, to be
+    covered with an empty tmpfs. A pack installed as package data of a system-wide install
+    (``pip install`` into /usr/local, or into the base Python) is under a tree the sandbox binds
+    read-only: ``/usr`` and the Python install (``host_system``: bwrap, where they are the
+    host's), or a directory of ``packages``."""
+    trees: list[tuple[str, str]] = [(p, f"{INSIDE_SITE}/{name}") for p, name in packages]
+    if host_system:
+        trees += [("/usr", "/usr"), *((d, d) for d in python_install()[1])]
+        trees += [(str(Path("/") / link), f"/{link}") for link in ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
+                  if (Path("/") / link).is_dir() and not (Path("/") / link).is_symlink()]
+    needed = [python_install()[0], str(RUNNER), *(p for p, _ in packages)]  # what the sandbox runs stays
+    inside: list[str] = []
+    for path in hidden:
+        real = os.path.realpath(path)
+        if any(n == real or n.startswith(real.rstrip("/") + "/") for n in needed):
+            continue
+        for tree, where in trees:
+            if real != tree and real.startswith(tree.rstrip("/") + "/") and os.path.isdir(real):
+                inside.append(where + real[len(tree.rstrip("/")):])
+    return sorted(set(inside))
+
+
 def bwrap_argv(world: Path, *, writable: bool, limits: Limits, packages: list[tuple[str, str]],
-               check_files: list[tuple[str, str]] | None = None, status_fd: int | None = None) -> list[str]:
+               check_files: list[tuple[str, str]] | None = None, status_fd: int | None = None,
+               hidden: list[str] | None = None) -> list[str]:
     """The bwrap command line (without the command)."""
     bwrap = shutil.which("bwrap") or "bwrap"
     argv = [bwrap, *_namespace_flags(), "--ro-bind", "/usr", "/usr"]
@@ -194,6 +219,8 @@ def bwrap_argv(world: Path, *, writable: bool, limits: Limits, packages: list[tu
         argv += ["--perms", "0755", "--dir", INSIDE_CHECK]
         for host_path, name in check_files:
             argv += ["--ro-bind", host_path, f"{INSIDE_CHECK}/{name}"]
+    for inside in masked(hidden or [], packages, host_system=True):
+        argv += ["--perms", "0555", "--size", "4096", "--tmpfs", inside]
     argv += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(limits.tmp_bytes),
              "--tmpfs", "/tmp", "--bind" if writable else "--ro-bind", str(world), INSIDE_WORLD,
              "--chdir", INSIDE_WORLD, "--hostname", "sandbox", "--clearenv"]
@@ -463,7 +490,8 @@ class Process:
 
     def __init__(self, *, world: Path, isolation: str, limits: Limits, mode: str, seed: int,
                  packages: list[tuple[str, str]], writable: bool, check_files: list[tuple[str, str]] | None = None,
-                 extra: dict[str, Any] | None = None, uid: int | None = None, runtime: Any = None) -> None:
+                 extra: dict[str, Any] | None = None, uid: int | None = None, runtime: Any = None,
+                 hidden: list[str] | None = None) -> None:
         self.limits, self.isolation = limits, isolation
         self.namespace: int | None = None
         self.uid = uid
@@ -499,7 +527,7 @@ class Process:
         if isolation == "bwrap":
             status_r, status_w = os.pipe()
             argv = bwrap_argv(world, writable=writable, limits=limits, packages=packages, check_files=check_files,
-                              status_fd=status_w)
+                              status_fd=status_w, hidden=hidden)
             for key, value in variables.items():
                 argv += ["--setenv", key, value]
             argv, env = [*argv, *command], {"PATH": os.defpath}
@@ -512,7 +540,8 @@ class Process:
             pidfile = os.path.join(self._piddir, "pid") if runtime.kind == "podman" else None
             argv = container.run_argv(runtime, name=self.container, world=world, writable=writable, limits=limits,
                                       uid=uid, packages=packages, runner=RUNNER, check_files=check_files,
-                                      env=variables, command=command, pidfile=pidfile)
+                                      env=variables, command=command, pidfile=pidfile,
+                                      masks=masked(hidden or [], packages, host_system=False))
             env = {"PATH": os.environ.get("PATH", os.defpath), "HOME": os.environ.get("HOME", "/root"),
                    **{k: v for k, v in os.environ.items() if k.startswith(("DOCKER_", "CONTAINER", "XDG_RUNTIME"))}}
             container.register(runtime, self.container)  # the reaper removes it if agentsynth dies

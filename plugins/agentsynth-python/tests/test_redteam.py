@@ -11,9 +11,8 @@ import pytest
 from agentsynth_kernel import ToolCall
 from agentsynth_python import PythonEnvironment
 from agentsynth_python.checkers import PythonFile, PythonStdout, PythonValue
-from conftest import needs_bwrap
-
-pytestmark = needs_bwrap
+from agentsynth_python.sandbox import probe
+from conftest import BACKENDS, needs_bwrap
 
 
 def run(env: PythonEnvironment, code: str):
@@ -26,6 +25,8 @@ def shell(env: PythonEnvironment, command: str):
 
 @pytest.fixture
 def make_env(tmp_path):
+    if probe():
+        pytest.skip(f"no bwrap sandbox here: {probe()}")
     made: list[PythonEnvironment] = []
 
     def make(**params) -> PythonEnvironment:
@@ -183,3 +184,71 @@ def test_empty_files_in_tmp_are_bounded(make_env):
     obs = run(env, "import os, time\nos.makedirs('/tmp/d')\nfor i in range(200000):\n"
                    "    os.mkdir(f'/tmp/d/{i}')\ntime.sleep(30)")
     assert obs.error and "/tmp held" in obs.content and "max_files" in obs.content, obs.content
+
+
+# --- the pack is never readable inside, wherever it is installed -------------------------------------
+
+
+def _secret_pack(root):
+    pack = root / "packs" / "p"
+    (pack / "world").mkdir(parents=True)
+    (pack / "world" / "data.txt").write_text("seed")
+    (pack / "pack.yaml").write_text("equals: EXPECTED-SECRET\n")
+    (pack / "oracle.py").write_text("ANSWER = 'EXPECTED-SECRET'\n")
+    return pack
+
+
+LOOK = ("import os\nfound = []\nfor root, dirs, files in os.walk({where!r}):\n"
+        "    found += [os.path.join(root, f) for f in files]\n"
+        "print(sorted(found), os.path.exists({where!r} + '/pack.yaml'))")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_pack_inside_a_bound_package_is_hidden(tmp_path, monkeypatch, backend):
+    # a plugin that ships its pack as package data and lists its own package in `packages:`
+    pkg = tmp_path / "secretpkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("VALUE = 1\n")
+    pack = _secret_pack(pkg)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    env = PythonEnvironment(base_dir=pack, files="world", packages=["secretpkg"], isolation=backend)
+    try:
+        env.reset(0)
+        where = "/.agentsynth/site/secretpkg/packs/p"
+        obs = run(env, LOOK.format(where=where) + "\nimport secretpkg\nprint(secretpkg.VALUE)")
+        assert obs.content == "[stdout]\n[] False\n1", obs.content  # the package imports; its pack is empty
+        verdict = PythonValue(expr=f"os.path.exists({where + '/pack.yaml'!r})", equals=False).check(env, None)
+        assert verdict.passed, verdict.detail  # nor in a checker's sandbox
+    finally:
+        env.close()
+
+
+@needs_bwrap
+@pytest.mark.parametrize("tree", ["python install", "/usr"])
+def test_a_pack_under_the_hosts_bound_trees_is_hidden(tree):
+    # `pip install agentsynth-python` into the system or base Python puts the packs under a tree
+    # every bwrap sandbox binds read-only at its own path
+    import shutil
+    import sys
+    import tempfile
+
+    parent = sys.base_prefix if tree == "python install" else "/usr/local/share"
+    if not os.access(parent, os.W_OK):
+        pytest.skip(f"cannot make a directory under {parent} to stand for an installed pack")
+    from pathlib import Path
+
+    root = Path(tempfile.mkdtemp(prefix="agentsynth-redteam-", dir=parent))
+    root.chmod(0o755)  # as an installed package is: readable by everyone
+    try:
+        pack = _secret_pack(root)
+        env = PythonEnvironment(base_dir=pack, files="world", isolation="bwrap")
+        try:
+            env.reset(0)
+            obs = run(env, LOOK.format(where=str(pack)) + "\nimport json\nprint(json.dumps([1]))")
+            assert obs.content == "[stdout]\n[] False\n[1]", obs.content
+            shown = run(env, f"import os\nos.path.exists({str(root)!r})")
+            assert shown.content == "True"  # only the pack is covered, not the tree around it
+        finally:
+            env.close()
+    finally:
+        shutil.rmtree(root)
