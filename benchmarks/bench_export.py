@@ -11,7 +11,8 @@ Writes ``$AGENTSYNTH_BENCH_OUT/export.json`` (default ``benchmarks/results/expor
 3. Peak RSS of a child process streaming M generated records through the jsonl and openai
    exporters (target: < 200 MB).
 
-Usage: python benchmarks/bench_export.py [--export N] [--dedup N] [--stream M] [--quick]
+Usage: python benchmarks/bench_export.py [--export N] [--dedup N] [--stream M] [--quick] [--only jsonl,dedup,stream]
+(``--only`` runs some parts; the others keep their figures from the existing results file)
 """
 
 from __future__ import annotations
@@ -77,12 +78,39 @@ def cycle(pool: list[EpisodeResult], n: int) -> Iterator[EpisodeResult]:
 # --- 1. jsonl export vs raw msgspec ---------------------------------------------------------------------
 
 
+def planted(record: EpisodeResult, i: int) -> EpisodeResult:
+    """The record with a key-shaped secret in its first observation (the scrub must mask it)."""
+    steps = list(record.trajectory.steps)
+    steps[0] = Step(steps[0].action, Observation(f"env: OPENAI_API_KEY=sk-bench-{i:06d}-9fQ2xL7vN4mR8tK1"), turn=0)
+    return msgspec.structs.replace(record, trajectory=msgspec.structs.replace(record.trajectory, steps=steps))
+
+
+def with_login_tool(record: EpisodeResult) -> EpisodeResult:
+    """The record with a tool whose schema has a ``password`` property (a name, not a secret: the
+    screen must tell it from a secret-named key of the data without the exact path)."""
+    login = ToolSpec("login", "Log in", {"type": "object", "properties": {"password": {"type": "string"}}})
+    return msgspec.structs.replace(record, trajectory=msgspec.structs.replace(
+        record.trajectory, tools=[*record.trajectory.tools, login]))
+
+
+def with_password(record: EpisodeResult, i: int) -> EpisodeResult:
+    """The record with a value under a secret-named key in its metadata: the screen stops every such
+    record, the exact path masks it (a rebuilt copy): what the exact path costs a record."""
+    return msgspec.structs.replace(record, trajectory=msgspec.structs.replace(
+        record.trajectory, metadata={**record.trajectory.metadata, "password": f"hunter2-{i}"}))
+
+
 def bench_jsonl(n: int, tmp: Path) -> dict:
     from agentsynth_export.exporters import JsonlExporter
 
     pool = [make_record(i) for i in range(2000)]
+    # 1 record in 100 carries a secret
+    pool_planted = [planted(r, i) if i % 100 == 7 else r for i, r in enumerate(pool)]
+    pool_login = [with_login_tool(r) for r in pool]
+    pool_exact = [with_password(r, i) for i, r in enumerate(pool)]
     enc = msgspec.json.Encoder()
     logging.getLogger("agentsynth_export").setLevel(logging.ERROR)  # the include_test warning, once per export
+    screened: dict[str, list[int]] = {}
 
     def raw(path: Path) -> int:
         buf = bytearray()
@@ -97,36 +125,63 @@ def bench_jsonl(n: int, tmp: Path) -> dict:
 
     # half the records are of test-split tasks, which a training export leaves out unless include_test:
     # the baseline writes every record, so the exporter must too (and the test split is what carries a canary)
-    def ours(path: Path, canary: str) -> int:
-        return JsonlExporter(canary=canary, include_test=True).export(cycle(pool, n), path)
+    def ours(name: str, path: Path, canary: str, records: list[EpisodeResult], count: int) -> int:
+        exporter = JsonlExporter(canary=canary, include_test=True)
+        written = exporter.export(cycle(records, count), path)
+        screened[name] = [exporter.scrubber.screened, exporter.scrubber.exact_records]
+        return written
 
     # best of 3, interleaved; CPU time (process_time) decides the ratio because wall time on a
     # shared, overloaded 2-core machine mostly measures the neighbours
-    cpu: dict[str, float] = {"raw": float("inf"), "exporter": float("inf"), "exporter_canary": float("inf")}
+    n_exact = max(1, n // 10)
+    runs = {
+        "raw": (lambda: raw(tmp / "raw.jsonl"), n),
+        "exporter": (lambda: ours("exporter", tmp / "a.jsonl", "never", pool, n), n),
+        "exporter_canary": (lambda: ours("exporter_canary", tmp / "b.jsonl", "auto", pool, n), n),
+        "exporter_1pct_secrets": (lambda: ours("exporter_1pct_secrets", tmp / "c.jsonl", "auto", pool_planted, n), n),
+        "exporter_login_tool": (lambda: ours("exporter_login_tool", tmp / "e.jsonl", "auto", pool_login, n), n),
+        "exporter_exact_path": (lambda: ours("exporter_exact_path", tmp / "d.jsonl", "auto", pool_exact, n_exact),
+                                n_exact),
+    }
+    cpu: dict[str, float] = {name: float("inf") for name in runs}
     wall = dict(cpu)
     for _ in range(3):
-        for name, fn in (("raw", lambda: raw(tmp / "raw.jsonl")), ("exporter", lambda: ours(tmp / "a.jsonl", "never")),
-                         ("exporter_canary", lambda: ours(tmp / "b.jsonl", "auto"))):
+        for name, (fn, count) in runs.items():
             w, c = time.perf_counter(), time.process_time()
             written = fn()
-            if written != n:
-                raise SystemExit(f"bench_export: {name} wrote {written} of {n} records")
+            if written != count:
+                raise SystemExit(f"bench_export: {name} wrote {written} of {count} records")
             cpu[name] = min(cpu[name], time.process_time() - c)
             wall[name] = min(wall[name], time.perf_counter() - w)
     size = (tmp / "a.jsonl").stat().st_size
-    for f in ("raw.jsonl", "a.jsonl", "b.jsonl"):
+    leaked = b"sk-bench-" in (tmp / "c.jsonl").read_bytes() or b"hunter2-" in (tmp / "d.jsonl").read_bytes()
+    for f in ("raw.jsonl", "a.jsonl", "b.jsonl", "c.jsonl", "d.jsonl", "e.jsonl"):
         (tmp / f).unlink()
+    if leaked:
+        raise SystemExit("bench_export: a planted secret reached the export")
+    per_record = {name: round(cpu[name] / runs[name][1] * 1e6, 2) for name in runs}
     return {
         "records": n, "bytes": size,
         "cpu_s": {k: round(v, 3) for k, v in cpu.items()}, "wall_s": {k: round(v, 3) for k, v in wall.items()},
+        "cpu_us_per_record": per_record,
         "ratio": round(cpu["exporter"] / cpu["raw"], 2),
         "ratio_with_canary": round(cpu["exporter_canary"] / cpu["raw"], 2),
+        "ratio_1pct_secrets": round(cpu["exporter_1pct_secrets"] / cpu["raw"], 2),
+        "ratio_login_tool": round(cpu["exporter_login_tool"] / cpu["raw"], 2),
+        "ratio_exact_path_per_record": round(per_record["exporter_exact_path"] / per_record["raw"], 2),
         "ratio_wall_with_canary": round(wall["exporter_canary"] / wall["raw"], 2),
         "records_per_s_cpu": round(n / cpu["exporter"]),
+        "screened_and_exact_path_records": screened,
         "target": "ratio_with_canary (CPU time) <= 2.0", "met": cpu["exporter_canary"] / cpu["raw"] <= 2.0,
+        "before": {"ratio_with_canary": 17.18, "cpu_us_per_record": 90.6,
+                   "note": "the exporter before the screen (commit 5d1a281): the exact path on every record"},
         "note": ("every record is written (include_test: half are of test-split tasks, which carry the canary). The "
-                 "exporter passes every string through the kernel's secret redaction (agentsynth_export.scrub); the raw "
-                 "baseline only encodes, so the ratio includes the scrub"),
+                 "exporter passes every record through the secret scrub (agentsynth_export.scrub): a screen of its JSON "
+                 "encoding (which the jsonl exporter then writes), the exact path for the records the screen stops; "
+                 "the raw baseline only encodes. exporter_1pct_secrets: 1 record in 100 carries a key-shaped secret "
+                 "(masked; checked). exporter_login_tool: every record has a tool schema with a 'password' property "
+                 "(a name: kept, and the screen passes it). exporter_exact_path: every record has a value under a "
+                 "secret-named key (masked; checked), on n/10 records: what the exact path costs a record"),
     }
 
 
@@ -287,6 +342,8 @@ def main() -> None:
     parser.add_argument("--stream", type=int, default=1_000_000)
     parser.add_argument("--stream-openai", type=int, default=200_000)
     parser.add_argument("--quick", action="store_true", help="10x smaller everything")
+    parser.add_argument("--only", default="jsonl,dedup,stream",
+                        help="comma-separated parts to run (jsonl, dedup, stream); the others keep their last figures")
     parser.add_argument("--child-stream", type=int)
     parser.add_argument("--child-format", default="jsonl")
     args = parser.parse_args()
@@ -298,32 +355,55 @@ def main() -> None:
         args.stream_openai //= 10
     started = time.perf_counter()
     load_before = os.getloadavg()
-    with tempfile.TemporaryDirectory(prefix="bench-export-") as tmp:
-        jsonl = bench_jsonl(args.export, Path(tmp))
-    print("jsonl", json.dumps(jsonl), file=sys.stderr)
-    dedup = bench_dedup(args.dedup)
-    print("dedup", json.dumps(dedup), file=sys.stderr)
-    stream = bench_stream(args.stream, args.stream_openai)
-    print("stream", json.dumps(stream), file=sys.stderr)
+    only = {p.strip() for p in args.only.split(",") if p.strip()}
+    unknown = only - {"jsonl", "dedup", "stream"}
+    if unknown:
+        raise SystemExit(f"bench_export: --only: unknown part(s) {', '.join(sorted(unknown))} (jsonl, dedup, stream)")
+    out_dir = Path(os.environ.get("AGENTSYNTH_BENCH_OUT", Path(__file__).parent / "results"))
+    previous: dict = {}
+    if only != {"jsonl", "dedup", "stream"} and (out_dir / "export.json").is_file():
+        previous = json.loads((out_dir / "export.json").read_text())
+    jsonl = dedup = stream = None
+    if "jsonl" in only:
+        with tempfile.TemporaryDirectory(prefix="bench-export-") as tmp:
+            jsonl = bench_jsonl(args.export, Path(tmp))
+        print("jsonl", json.dumps(jsonl), file=sys.stderr)
+    if "dedup" in only:
+        dedup = bench_dedup(args.dedup)
+        print("dedup", json.dumps(dedup), file=sys.stderr)
+    if "stream" in only:
+        stream = bench_stream(args.stream, args.stream_openai)
+        print("stream", json.dumps(stream), file=sys.stderr)
+    machine = {"python": platform.python_version(), "cpus": os.cpu_count(),
+               "load_avg_1m": round(os.getloadavg()[0], 2),
+               "load_before": [round(x, 2) for x in load_before],
+               "load_after": [round(x, 2) for x in os.getloadavg()], "note": "2 shared cores; timings are noisy"}
+
+    def part(name: str, fresh: dict | None) -> dict:
+        """A part run now (with this run's machine load), or the last figures of one not run."""
+        if fresh is not None:
+            return {**fresh, "machine": machine}
+        kept = dict(previous.get(name) or {"not_run": True})
+        kept.setdefault("machine", previous.get("machine"))
+        kept["from_an_earlier_run"] = True
+        return kept
     result = {
         "benchmark": "export",
-        "machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
-                    "load_avg_1m": round(os.getloadavg()[0], 2),
-                    "load_before": [round(x, 2) for x in load_before],
-                    "load_after": [round(x, 2) for x in os.getloadavg()], "note": "2 shared cores; timings are noisy"},
+        "parts_run": sorted(only),
+        "machine": machine,
         "sizes": {"export": args.export, "dedup": args.dedup, "stream_jsonl": args.stream,
                   "stream_openai": args.stream_openai,
                   "scaled_down": args.export < 100_000 or args.dedup < 100_000 or args.stream < 1_000_000,
                   "note": ("the targets' sizes (100k export, 100k dedup, 1M streamed jsonl records) are run in full "
                            "(about a minute of CPU); only the extra openai-format stream is scaled down, to 200k "
                            "records. Wall time depends on the machine's load; see total_cpu_s.")},
-        "jsonl_export": jsonl, "minhash_dedup": dedup, "streaming_memory": stream,
+        "jsonl_export": part("jsonl_export", jsonl), "minhash_dedup": part("minhash_dedup", dedup),
+        "streaming_memory": part("streaming_memory", stream),
         "total_s": round(time.perf_counter() - started, 1),
         "total_cpu_s": round(time.process_time() + _children_cpu(), 1),
         "timing_note": ("total_s is wall time on a machine shared by ~8 people (load_avg_1m above); total_cpu_s "
                         "is the script's own CPU time (parent + children), i.e. roughly its wall time alone on 2 cores"),
     }
-    out_dir = Path(os.environ.get("AGENTSYNTH_BENCH_OUT", Path(__file__).parent / "results"))
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "export.json").write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result, indent=2))

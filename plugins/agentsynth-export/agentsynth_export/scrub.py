@@ -30,6 +30,8 @@ cannot hide a key from a pattern.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -91,81 +93,59 @@ def _collect(node: Any, refs: list[Ref], strings: list[str], stats: Counter[str]
             _collect(value, refs, strings, stats, schema, secret)
 
 
-def _strings(node: Any, out: list[str], schema: bool = False) -> bool:
-    """Read-only: append every non-empty string below ``node`` (records, dicts, lists) to ``out``;
-    True if a secret-named key holds a value (the record must then be rebuilt)."""
-    if isinstance(node, msgspec.Struct):
-        items: Iterable[tuple[Any, Any]] = ((f, getattr(node, f)) for f in node.__struct_fields__)
-    elif type(node) is dict:
-        items = node.items()
-    else:
-        items = enumerate(node)
-    keyed = False
-    for key, value in items:
-        kind = type(value)
-        if kind is str:
-            if value:
-                if not schema and type(key) is str and _secret_key(key):
-                    keyed = True
-                out.append(value)
-        elif kind is dict or kind is list or kind is tuple or isinstance(value, msgspec.Struct):
-            if not schema and type(key) is str and _secret_key(key) and item_is_secret(value):
-                keyed = True
-            keyed = _strings(value, out, schema or key == "tools") or keyed
-    return keyed
+# the case-sensitive markers redact_text gates its key-shape regex on, and the URL one
+_TEXT_MARKERS = ahocorasick_rs.AhoCorasick(
+    ["sk-", "gsk_", "hf_", "xai-", "AIza", "AKIA", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "Bearer ", "://"])
 
 
 def _redact_all(strings: list[str], secrets: tuple[str, ...]) -> list[str]:
-    """``[redact_text(s) for s in strings]``, with one ``redact_text`` call for the strings no
-    pattern could join across a NUL (all but those holding ``://``)."""
+    """``[redact_text(s) for s in strings]``, with one ``redact_text`` call for the strings that hold no
+    key marker and no ``://``: the URL pattern could join two strings across the NUL, and the key-shape
+    regex, slow per character, then runs only on the strings that may hold a key."""
     joined = SEP.join(strings)
     if joined.count(SEP) != len(strings) - 1 or any(SEP in s for s in secrets):
         return [redact_text(s) for s in strings]
-    if "://" not in joined:
+    hits = _TEXT_MARKERS.find_matches_as_indexes(joined)  # a marker holds no NUL: it is inside one string
+    if not hits:
         parts = redact_text(joined).split(SEP)
         return parts if len(parts) == len(strings) else [redact_text(s) for s in strings]
+    starts = list(itertools.accumulate((len(s) + 1 for s in strings[:-1]), initial=0))
+    alone = {bisect.bisect_right(starts, start) - 1 for _, start, _ in hits}
     out = list(strings)
-    rest = [i for i, s in enumerate(strings) if "://" not in s]
-    for i, s in enumerate(strings):
-        if "://" in s:
-            out[i] = redact_text(s)
+    rest = [i for i in range(len(strings)) if i not in alone]
+    for i in alone:
+        out[i] = redact_text(strings[i])
     if rest:
         for i, new in zip(rest, _redact_all([strings[i] for i in rest], secrets), strict=True):
             out[i] = new
     return out
 
 
-def _rebuilt(result: EpisodeResult, changes: dict[str, str], stats: Counter[str]) -> EpisodeResult:
-    """A copy of ``result`` with its strings replaced and values under secret-named keys masked."""
-    data = msgspec.to_builtins(result)
-    refs: list[Ref] = []
-    strings: list[str] = []
-    _collect(data, refs, strings, stats)
-    for (node, key), old in zip(refs, strings, strict=True):
-        new = changes.get(old)
-        if new is not None:
-            node[key] = new
-            stats["secrets_redacted"] += 1
-    return msgspec.convert(data, EpisodeResult)
-
-
 def exact(results: list[EpisodeResult], stats: Counter[str]) -> list[EpisodeResult]:
     """The exact path for a batch: a record is rebuilt only if something in it changes, the others are
     returned as they are. Distinct strings (system prompts, tool schemas recur) are redacted once."""
     strings: list[str] = []
-    spans: list[tuple[int, int, bool]] = []
+    walked: list[tuple[Any, list[Ref], int, int]] = []
     for result in results:
-        start = len(strings)
-        keyed = _strings(result, strings)
-        spans.append((start, len(strings), keyed))
+        data = msgspec.to_builtins(result)  # a plain copy, walked at dict speed; masked in place
+        refs: list[Ref] = []
+        start, masked = len(strings), stats["secrets_redacted"]
+        _collect(data, refs, strings, stats)
+        walked.append((data, refs, start, stats["secrets_redacted"] - masked))
     unique = list(dict.fromkeys(strings))
     new = _redact_all(unique, known_secrets()) if unique else []
     changes = {old: n for old, n in zip(unique, new, strict=True) if old != n}
     out = []
-    for result, (start, end, keyed) in zip(results, spans, strict=True):
-        if keyed or (changes and any(s in changes for s in strings[start:end])):
-            result = _rebuilt(result, changes, stats)
-        out.append(result)
+    for result, (data, refs, start, masked) in zip(results, walked, strict=True):
+        changed = masked
+        if changes:
+            for (node, key), old in zip(refs, strings[start : start + len(refs)], strict=True):
+                n = changes.get(old)
+                if n is not None:
+                    node[key] = n
+                    changed += 1
+            stats["secrets_redacted"] += changed - masked
+        out.append(msgspec.convert(data, EpisodeResult) if changed else result)
     return out
 
 
@@ -266,8 +246,9 @@ class Screen:
         # searched apart, only in a record with non-ASCII bytes: among the others they slow the search 2x
         self._folded = ahocorasick_rs.BytesAhoCorasick(list(_FOLDED))
 
-    def clean(self, data: bytes) -> bool:
-        """True if the exact path would change nothing in the record encoded as ``data``."""
+    def clean(self, data: bytes, result: EpisodeResult | None = None) -> bool:
+        """True if the exact path would change nothing in the record ``result`` encoded as ``data``
+        (without ``result``, a secret-named property of a tool schema stops the record too)."""
         low = data.lower()
         if not low.isascii() and self._folded.find_matches_as_indexes(low):
             return False
@@ -279,13 +260,13 @@ class Screen:
                 if (before not in _WORD or (before in _ESCAPED_LETTERS and start >= 2 and low[start - 2] == 0x5C)
                         or (before in _HEX and low[start - 6 : start - 4] == b"\\u")):
                     return False  # a word boundary, a non-ASCII character, the end of an escape (\n, \u001f)
-            elif kind == _FLAG or not self._harmless(kind, low, data, start, end):
+            elif kind == _FLAG or not self._harmless(kind, low, data, start, end, result):
                 return False
-            if self.overlaps[i] and not self._window(i, low, data, start, end):
+            if self.overlaps[i] and not self._window(i, low, data, start, end, result):
                 return False
         return True
 
-    def _window(self, i: int, low: bytes, data: bytes, start: int, end: int) -> bool:
+    def _window(self, i: int, low: bytes, data: bytes, start: int, end: int, result: EpisodeResult | None) -> bool:
         """No hit the leftmost search skipped inside the harmless hit ``i`` at ``start:end`` matters."""
         kinds = self.kinds
         window = low[start : end - 1 + self.longest]
@@ -293,12 +274,12 @@ class Screen:
             s += start
             if s >= end or (j == i and s == start):
                 continue  # the leftmost search sees what starts after this hit
-            if kinds[j] == _FLAG or not self._harmless(kinds[j], low, data, s, e + start):
+            if kinds[j] == _FLAG or not self._harmless(kinds[j], low, data, s, e + start, result):
                 return False
         return True
 
     @staticmethod
-    def _harmless(kind: int, low: bytes, data: bytes, start: int, end: int) -> bool:
+    def _harmless(kind: int, low: bytes, data: bytes, start: int, end: int, result: EpisodeResult | None) -> bool:
         if kind == _MARKER:
             before = low[start - 1] if start else 0x22
             return before in _WORD and not (
@@ -330,7 +311,28 @@ class Screen:
             key = _decode_key(data[open_:close])
         except msgspec.DecodeError:
             return False
-        return not _secret_key(key)
+        return not _secret_key(key) or _in_tool_schemas(data, open_, result)
+
+
+def _in_tool_schemas(data: bytes, at: int, result: EpisodeResult | None) -> bool:
+    """Whether position ``at`` of ``data`` (the encoding of ``result``) is inside the value of a
+    trajectory's ``tools`` (tool JSON schemas: the exact path masks no key there). The value is found
+    by its own encoding after an unescaped ``"tools":``, which only a key named ``tools`` can be."""
+    traj = result.trajectory if result is not None else None
+    while traj is not None:
+        if traj.tools:
+            value = _encode(traj.tools)
+            needle = b'"tools":' + value
+            pos = data.find(needle)
+            while pos >= 0:
+                k = pos
+                while k > 0 and data[k - 1] == 0x5C:
+                    k -= 1
+                if (pos - k) % 2 == 0 and pos + 8 <= at < pos + len(needle):
+                    return True
+                pos = data.find(needle, pos + 1)
+        traj = traj.user
+    return False
 
 
 @lru_cache(maxsize=8)
@@ -384,7 +386,7 @@ class Scrubber:
             return
         screen = _screen(known_secrets())
         self.screened += len(batch)
-        stopped = [k for k, (_, data) in enumerate(batch) if data is None or not screen.clean(data)]
+        stopped = [k for k, (result, data) in enumerate(batch) if data is None or not screen.clean(data, result)]
         if stopped:
             self.exact_records += len(stopped)
             for k, result in zip(stopped, exact([batch[k][0] for k in stopped], self.stats), strict=True):

@@ -82,7 +82,7 @@ def scrubbed(results: list[EpisodeResult]) -> tuple[list[bytes], Scrubber]:
 
 
 def screen_passes(result: EpisodeResult) -> bool:
-    return _screen_now().clean(_enc.encode(result))
+    return _screen_now().clean(_enc.encode(result), result)
 
 
 def _screen_now() -> Screen:
@@ -249,12 +249,37 @@ def test_keys_that_are_not_secret_pass_unless_secret_named(key):
     assert (b"visible-value" in out) == (not is_secret_key(key))
 
 
-def test_a_tool_schema_property_named_password_is_kept():
+LOGIN = ToolSpec("login", "Log in", {"type": "object", "properties": {"password": {"type": "string"}}})
+
+
+def test_a_tool_schema_property_named_password_is_kept_and_passes_the_screen():
     r = make_result("t", 0, True)
-    login = ToolSpec("login", "Log in", {"type": "object", "properties": {"password": {"type": "string"}}})
-    r.trajectory.tools = [login]
-    [out], _ = scrubbed([r])  # the screen stops it (a key word), the exact path keeps the schema
-    assert out == reference(r) == _enc.encode(r)
+    r.trajectory.tools = [LOGIN]
+    r.trajectory.user = msgspec.structs.replace(r.trajectory, user=None)  # a simulated user with the same tools
+    assert screen_passes(r)
+    assert not _screen_now().clean(_enc.encode(r))  # without the record, the screen cannot tell a schema
+    [out], scrubber = scrubbed([r])
+    assert out == reference(r) == _enc.encode(r) and scrubber.exact_records == 0
+
+
+def test_a_key_that_only_ends_in_tools_is_no_schema():
+    """metadata {'x"tools': <the same tool list>}: its encoding holds '"tools":' + the list after an escaped
+    quote; the exact path masks the password property's value there (the key is not 'tools')."""
+    r = make_result("t", 0, True)
+    r.trajectory.tools = [LOGIN]
+    r.trajectory.metadata = {'x"tools': [LOGIN]}
+    assert _enc.encode([LOGIN]) in _enc.encode(r.trajectory.metadata)
+    assert not screen_passes(r)
+    [out], _ = scrubbed([r])
+    assert out == reference(r) != _enc.encode(r)
+
+
+def test_a_secret_in_a_tool_description_is_masked():
+    r = make_result("t", 0, True)
+    r.trajectory.tools = [ToolSpec("login", "default key sk-unknownkey0123456789", LOGIN.parameters)]
+    assert not screen_passes(r)
+    [out], _ = scrubbed([r])
+    assert out == reference(r) and b"sk-unknownkey" not in out
 
 
 def test_a_remembered_secret_with_a_nul_or_a_quote_is_masked():
@@ -350,7 +375,9 @@ def gen_record(rng: random.Random, i: int) -> EpisodeResult:
     r.verdicts = [Verdict("c", True, 1.0, text(), data=gen_value(rng, dirty) if dirty else None)]
     r.error = text()
     if dirty and rng.random() < 0.2:
-        r.trajectory.tools = [ToolSpec("login", "x", {"type": "object", "properties": {"password": {"type": "string"}}})]
+        r.trajectory.tools = [LOGIN]
+        if rng.random() < 0.3:
+            r.trajectory.metadata["tools"] = [LOGIN, {"password": text() or "x"}]
     return r
 
 
@@ -381,7 +408,7 @@ def test_differential_whole_export_with_and_without_the_screen(cls, planted, tmp
     exporter = cls(filter="all", include_test=True, canary="auto")
     n = exporter.export(records, fast)
     assert exporter.scrubber.exact_records < n
-    monkeypatch.setattr(Screen, "clean", lambda self, data: False)  # every record through the exact path
+    monkeypatch.setattr(Screen, "clean", lambda self, data, result=None: False)  # every record through the exact path
     slow = tmp_path / "slow.jsonl"
     assert cls(filter="all", include_test=True, canary="auto").export(records, slow) == n
     assert fast.read_bytes() == slow.read_bytes()
