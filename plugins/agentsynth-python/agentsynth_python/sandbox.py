@@ -253,7 +253,7 @@ def claim_uid(key: str) -> int | None:
 
     uid = 1_000_000 + int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big") % 1_000_000_000
     with _lock:
-        while uid in _uids_in_use:
+        while uid in _uids_in_use or not _lock_uid(uid):
             uid = 1_000_000 + (uid - 1_000_000 + 1) % 1_000_000_000
         _uids_in_use.add(uid)
     return uid
@@ -263,6 +263,43 @@ def release_uid(uid: int | None) -> None:
     if uid is not None:
         with _lock:
             _uids_in_use.discard(uid)
+            _unlock_uid(uid)
+
+
+# Another agentsynth process on the host (a second run, an RL trainer's env workers) derives the
+# same uid from the same task and seed: its sandbox would share this one's RLIMIT_NPROC count and
+# per-user kernel quotas (pipe buffers, inotify instances, pending signals), so a fork bomb here
+# would stop its shell and checkers from starting. A uid is therefore also claimed host-wide: a
+# POSIX lock on byte ``uid`` of one root-only file, which the kernel drops when its process dies.
+_UID_LOCKS = "/run/agentsynth-python-uids.lock"
+_uid_lock_fd: int | None = None
+
+
+def _lock_uid(uid: int) -> bool:
+    """Whether ``uid`` is now this process's on the host (no other agentsynth process holds it)."""
+    global _uid_lock_fd
+    import fcntl
+
+    if _uid_lock_fd is None:
+        path = _UID_LOCKS if os.access(os.path.dirname(_UID_LOCKS), os.W_OK) else os.path.join(
+            tempfile.gettempdir(), os.path.basename(_UID_LOCKS))
+        # kept open for the life of the process: closing any descriptor of the file drops its locks
+        _uid_lock_fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+    try:
+        fcntl.lockf(_uid_lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, uid)
+    except OSError:
+        return False
+    return True
+
+
+def _unlock_uid(uid: int) -> None:
+    import fcntl
+
+    if _uid_lock_fd is not None:
+        try:
+            fcntl.lockf(_uid_lock_fd, fcntl.LOCK_UN, 1, uid)
+        except OSError:
+            pass
 
 
 # --- process bookkeeping: what is alive, what must be dead ---------------------------------------

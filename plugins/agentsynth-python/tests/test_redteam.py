@@ -252,3 +252,41 @@ def test_a_pack_under_the_hosts_bound_trees_is_hidden(tree):
             env.close()
     finally:
         shutil.rmtree(root)
+
+
+# --- sandboxes of other agentsynth processes --------------------------------------------------------
+
+HOLDER = """
+import sys, time
+from agentsynth_python.sandbox import claim_uid
+print(claim_uid(sys.argv[1]), flush=True)
+time.sleep(600)
+"""
+
+
+def test_two_processes_never_give_the_same_task_and_seed_one_uid(tmp_path):
+    # same task + seed in two agentsynth processes (two runs, an RL trainer's env workers) derived
+    # the same uid: one sandbox's fork bomb then counted against the other's RLIMIT_NPROC
+    import signal
+    import subprocess
+    import sys
+
+    from agentsynth_python.sandbox import claim_uid, privileged, release_uid
+
+    if not privileged():
+        pytest.skip("uids are claimed only when agentsynth runs as root (otherwise a user namespace)")
+    key = f"redteam-{os.getpid()}:0"
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, key], stdout=subprocess.PIPE, text=True)
+    try:
+        theirs = int(holder.stdout.readline())
+        mine = claim_uid(key)
+        assert mine != theirs
+        release_uid(mine)
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+    again = claim_uid(key)  # the dead process's claim went with it
+    try:
+        assert again == theirs
+    finally:
+        release_uid(again)
