@@ -155,6 +155,16 @@ _doc_cache: dict[tuple[str, str, tuple[str, ...], tuple[str, ...], tuple[str, ..
                                                                                              list[Operation]]] = {}
 
 
+MAX_DOCUMENTS = 32  # parsed documents kept per process (an API may serve a new one every episode)
+
+
+def _cache(key: Any, value: tuple[dict[str, Any], list[Operation]]) -> tuple[dict[str, Any], list[Operation]]:
+    while len(_doc_cache) >= MAX_DOCUMENTS:
+        _doc_cache.pop(next(iter(_doc_cache)))  # the oldest
+    _doc_cache[key] = value
+    return value
+
+
 class RestEnvironment:
     """One episode's HTTP world (see the module docstring)."""
 
@@ -346,17 +356,32 @@ class RestEnvironment:
         assert self.client is not None
         path = hook.path.replace("{seed}", str(seed))
         body = _with_seed(hook.body, seed)
+        content = json.dumps(body).encode() if body is not None else None
         try:
-            async with asyncio.timeout(self.spec.start_seconds):
-                response = await self.client.request(hook.method.upper(), path,
-                                                     json=body if body is not None else None)
+            status, text, _ = await self._read_whole(hook.method.upper(), path, content, 65_536)
         except (httpx.HTTPError, TimeoutError) as exc:
             raise server.WorldStartError(f"reset: {hook.method.upper()} {path} failed: "
-                                         f"{type(exc).__name__}: {exc}") from None
-        ok = response.status_code in hook.expect_status if hook.expect_status else 200 <= response.status_code < 300
+                                         f"{type(exc).__name__}: {self._mask(str(exc))}") from None
+        ok = status in hook.expect_status if hook.expect_status else 200 <= status < 300
         if not ok:
-            raise server.WorldStartError(f"reset: {hook.method.upper()} {path} answered {response.status_code}: "
-                                         f"{self._mask(response.text[:300])}")
+            raise server.WorldStartError(f"reset: {hook.method.upper()} {path} answered {status}: "
+                                         f"{self._mask(text.decode(errors='replace')[:300])}")
+
+    async def _read_whole(self, method: str, url: str, content: bytes | None, limit: int) -> tuple[int, bytes, bool]:
+        """(status, body up to ``limit``, cut) of a request the world's starting makes (its reset,
+        its document), under ``start_seconds``: read as a tool call's answer is, never whole (a
+        gzip bomb served as the document was inflated whole)."""
+        assert self.client is not None
+        async with asyncio.timeout(self.spec.start_seconds):
+            request = self.client.build_request(method, url, content=content)
+            if content is not None:
+                request.headers["content-type"] = "application/json"
+            response = await self.client.send(request, stream=True)
+            try:
+                body, cut = await _read_capped(response, limit)
+            finally:
+                await response.aclose()
+        return response.status_code, body, cut
 
     async def _document(self) -> tuple[dict[str, Any], list[Operation]]:
         s = self.spec
@@ -369,8 +394,8 @@ class RestEnvironment:
             cached = _doc_cache.get(key)
             if cached is None:
                 doc = parse_document(raw, where)
-                cached = _doc_cache[key] = (doc, operations(doc, where, methods=filters[0], include=filters[1],
-                                                            exclude=filters[2]))
+                cached = _cache(key, (doc, operations(doc, where, methods=filters[0], include=filters[1],
+                                                      exclude=filters[2])))
             return cached
         path = Path(source) if Path(source).is_absolute() else self.base_dir / source
         try:
@@ -381,22 +406,23 @@ class RestEnvironment:
         cached = _doc_cache.get(key)
         if cached is None:
             doc, where = load_document(source, base_dir=self.base_dir)
-            cached = _doc_cache[key] = (doc, operations(doc, where, methods=filters[0], include=filters[1],
-                                                        exclude=filters[2]))
+            cached = _cache(key, (doc, operations(doc, where, methods=filters[0], include=filters[1],
+                                                  exclude=filters[2])))
         return cached
 
     async def _fetch_document(self, url: str) -> bytes:
         import httpx
 
-        assert self.client is not None
+        limit = self.spec.max_check_bytes
         try:
-            async with asyncio.timeout(self.spec.start_seconds):
-                response = await self.client.get(url)
+            status, raw, cut = await self._read_whole("GET", url, None, limit)
         except (httpx.HTTPError, TimeoutError) as exc:
             raise OpenAPIError(f"openapi: fetching {url} failed: {type(exc).__name__}: {exc}") from None
-        if response.status_code != 200:
-            raise OpenAPIError(f"openapi: {url} answered {response.status_code}")
-        return response.content
+        if status != 200:
+            raise OpenAPIError(f"openapi: {url} answered {status}")
+        if cut:
+            raise OpenAPIError(f"openapi: {url} is longer than {limit:,} bytes (max_check_bytes)")
+        return raw
 
     # --- calls ----------------------------------------------------------------------------------
 

@@ -272,6 +272,10 @@ class Subprocess:
         reader.join(seconds)
         line = result[0].decode(errors="replace").strip() if result else ""
         if line.startswith("listening "):
+            for stream in (self.proc.stdout, self.proc.stderr):
+                # read on and dropped: an app that prints filled the pipe (64 KB) and then blocked
+                # in print(), its server with it, for the rest of the episode
+                threading.Thread(target=_drain, args=(stream,), daemon=True, name="agentsynth-rest-drain").start()
             return int(line.split()[1])
         self._terminate()
         err = b""
@@ -300,6 +304,12 @@ class Subprocess:
 
 
 _children: set[Subprocess] = set()
+
+
+def _drain(stream: Any) -> None:
+    with contextlib.suppress(Exception):
+        while stream.read(65536):
+            pass
 
 
 @atexit.register

@@ -443,3 +443,60 @@ async def test_the_checker_reads_the_world_with_its_own_client_and_the_worlds_he
     verdict = await checker("http", method="POST", path="/echo", json_path="$.headers['x-tenant']",
                             equals="acme").check(red, TRAJ)
     assert verdict.passed, verdict.detail
+
+
+# --- what the world serves while it starts, and an app that prints ---------------------------------
+
+
+async def test_a_document_or_a_reset_answer_is_read_capped_like_any_answer(external):
+    """Was: the document (GET openapi URL) and the reset hook's answer were read whole by httpx:
+    a gzip bomb served as the document was inflated whole (50 MB)."""
+    from agentsynth_rest.openapi import OpenAPIError
+    from agentsynth_rest.server import WorldStartError
+
+    warm = rest_env(base_url=external.url, openapi=f"{external.url}/openapi.yaml")
+    await warm.reset(0)  # what the first world of a process imports is not counted below
+    await warm.close()
+    env = rest_env(base_url=external.url, openapi=f"{external.url}/gzip", max_check_bytes=1_000_000)
+    tracemalloc.start()
+    with pytest.raises(OpenAPIError, match=r"/gzip is longer than 1,000,000 bytes \(max_check_bytes\)"):
+        await env.reset(0)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    await env.close()
+    assert peak < 8_000_000
+    env = rest_env(base_url=external.url, openapi="redteam.yaml",
+                   reset={"path": "/huge", "method": "GET", "expect_status": [204]})
+    tracemalloc.start()
+    with pytest.raises(WorldStartError, match="reset: GET /huge answered 200: AAAA"):
+        await env.reset(0)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    await env.close()
+    assert peak < 8_000_000  # 100 MB offered
+
+
+async def test_the_document_cache_is_bounded(external):
+    """Was: one parsed document kept per distinct answer, forever: an API serving a new document
+    every episode grew the process without end over a long run."""
+    from agentsynth_rest import env as rest
+
+    for seed in range(rest.MAX_DOCUMENTS + 8):
+        env = rest_env(base_url=external.url, openapi=f"{external.url}/openapi-varying.json")
+        await env.reset(seed)
+        assert [t.name for t in env.tools()] == ["getCounter"]
+        await env.close()
+    assert len(rest._doc_cache) <= rest.MAX_DOCUMENTS
+
+
+async def test_an_app_that_prints_does_not_hang_its_subprocess_server():
+    """Was: after the handshake nobody read the child's stdout / stderr pipes: an app printing
+    400 KB per call filled them and blocked in print(), its server with it."""
+    env = rest_env(app="hostile.py:create_app", openapi="redteam.yaml", server="subprocess", call_seconds=5)
+    await env.reset(0)
+    try:
+        for _ in range(4):
+            obs = await env.step(ToolCall("chatty", {}))
+            assert not obs.error, obs.content
+    finally:
+        await env.close()

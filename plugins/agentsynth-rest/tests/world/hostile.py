@@ -8,6 +8,7 @@ import asyncio
 import functools
 import gzip
 import json
+import sys
 import time
 import urllib.parse
 import zlib
@@ -79,6 +80,14 @@ def create_app(world: Path, seed: int = 0) -> Any:
             await send({"type": "http.response.start", "status": 200,
                         "headers": [(f"x-h{i}".encode(), b"v" * 8000) for i in range(1000)]})
             await send({"type": "http.response.body", "body": b"{}"})
+        elif path == "/chatty":  # an app that prints: 200 KB to stdout and to stderr per call
+            print("x" * 200_000, flush=True)
+            print("y" * 200_000, file=sys.stderr, flush=True)
+            await _json(send, 200, {"value": state["counter"]})
+        elif path == "/openapi-varying.json":  # a new document every time it is asked
+            state["documents"] = state.get("documents", 0) + 1
+            await _json(send, 200, {"openapi": "3.1.0", "info": {"title": "Varying", "version": str(state["documents"])},
+                                    "paths": {"/counter": {"get": {"operationId": "getCounter"}}}})
         elif path == "/stall":  # never answers
             await asyncio.sleep(3600)
         elif path == "/gzip":
