@@ -110,6 +110,17 @@ class Slot:
             asyncio.run(serve())
         except BaseException as exc:  # noqa: BLE001 - reported by the starter
             self.error = exc
+        finally:
+            with contextlib.suppress(OSError):
+                self.sock.close()
+
+    def abandon(self) -> None:
+        """Exit without waiting for what is in flight: uvicorn's shutdown waits for open
+        connections and running handlers (forever, for one stuck in a long poll), which kept the
+        thread, its loop and its port for the life of the process, one per such episode.
+        ``force_exit`` skips those waits; asyncio.run then cancels the stuck handler."""
+        self.server.should_exit = True
+        self.server.force_exit = True
 
     def quiet(self, seconds: float = QUIET_SECONDS) -> bool:
         """Does the server's loop turn over within ``seconds``? A few turns run what its sockets
@@ -232,7 +243,7 @@ def release(slot: Slot) -> None:
                 _idle.append(slot)
                 return
     elif slot.alive:
-        slot.server.should_exit = True
+        slot.abandon()
         return
     slot.stop()
 

@@ -500,3 +500,26 @@ async def test_an_app_that_prints_does_not_hang_its_subprocess_server():
             assert not obs.error, obs.content
     finally:
         await env.close()
+
+
+@pytest.mark.parametrize("tool", ["stall", "drip", "blockAfter"])
+async def test_a_server_left_with_a_stuck_handler_ends_its_thread(tool):
+    """Was: a server dropped from the pool with a handler still running (a long poll, an endless
+    stream) was told should_exit, and uvicorn's shutdown then waited for that handler forever:
+    its thread, loop and port lived on, one per such episode, for the life of the process."""
+    import asyncio
+
+    env = rest_env(app="hostile.py:create_app", openapi="hostile.yaml" if tool != "blockAfter" else "redteam.yaml",
+                   call_seconds=0.5)
+    await env.reset(0)
+    obs = await env.step(ToolCall(tool, {"s": 2.0} if tool == "blockAfter" else {}))
+    if tool == "blockAfter":
+        obs = await env.step(ToolCall("getCounter", {}))  # waits behind the blocked loop
+    assert obs.error and "no complete answer" in obs.content
+    slot = env._slot
+    await env.close()
+    for _ in range(50):
+        if not slot.thread.is_alive():
+            break
+        await asyncio.sleep(0.1)
+    assert not slot.thread.is_alive() and slot.sock.fileno() == -1
