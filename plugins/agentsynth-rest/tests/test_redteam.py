@@ -523,3 +523,18 @@ async def test_a_server_left_with_a_stuck_handler_ends_its_thread(tool):
             break
         await asyncio.sleep(0.1)
     assert not slot.thread.is_alive() and slot.sock.fileno() == -1
+
+
+def test_no_rest_exploit_leaves_an_episode_unscored():
+    """The kit counts an error as 'not farmed'; for an RL policy an unscored episode is a reward
+    it zeroed at will (the kernel change asked for in the report makes the kit say so). Every rest
+    exploit, rest.unscorable first, must end as a failed episode, never an error."""
+    from agentsynth_kernel import load_pack
+    from agentsynth_kernel.testing.adversarial import run_exploits
+    from agentsynth_rest.exploits import rest_exploits
+
+    pack = load_pack("tickets")
+    outcomes = run_exploits(pack, rest_exploits(), tasks=["close-duplicate", "file-outage"], concurrency=2,
+                            timeout=60, max_steps=60)
+    assert len(outcomes) == 2 * len(rest_exploits())
+    assert [o.describe() for o in outcomes if o.status != "failed"] == []
