@@ -44,8 +44,17 @@ import msgspec
 from agentsynth_kernel import REDACTED, EpisodeResult, is_secret_key, item_is_secret, redact_text
 from agentsynth_kernel import secrets as _kernel_secrets
 
+try:  # public from the kernel version that has it (/tmp/kernel-requests/export-scrub.patch)
+    from agentsynth_kernel import known_secrets as _kernel_known_secrets
+except ImportError:
+    _kernel_known_secrets = None
+
 SEP = "\x00"
 BATCH_CHARS = 1 << 20
+# a record's encoding longer than this, or with more hits, goes to the exact path without a screen (its
+# cost stays linear in the record, whatever the record holds)
+SCREEN_MAX_BYTES = 1 << 20
+SCREEN_MAX_HITS = 1000
 BATCH_RECORDS = 256
 
 Ref = tuple[Any, Any]  # (container, key or index) of one string
@@ -155,9 +164,8 @@ def exact(results: list[EpisodeResult], stats: Counter[str]) -> list[EpisodeResu
 def known_secrets() -> tuple[str, ...]:
     """What ``redact_text`` masks by value now (remembered secrets and secret environment values),
     longest first."""
-    public = getattr(_kernel_secrets, "known_secrets", None)
-    if public is not None:
-        return tuple(public())
+    if _kernel_known_secrets is not None:
+        return tuple(_kernel_known_secrets())
     found = {*_kernel_secrets._known, *_kernel_secrets.env_secrets()}  # noqa: SLF001 - no public reader yet
     return tuple(sorted((s for s in found if len(s) >= _kernel_secrets._MIN_SECRET), key=len, reverse=True))  # noqa: SLF001
 
@@ -249,24 +257,31 @@ class Screen:
     def clean(self, data: bytes, result: EpisodeResult | None = None) -> bool:
         """True if the exact path would change nothing in the record ``result`` encoded as ``data``
         (without ``result``, a secret-named property of a tool schema stops the record too)."""
+        if len(data) > SCREEN_MAX_BYTES:
+            return False  # the exact path: linear in the record, where a hit list need not be
         low = data.lower()
         if not low.isascii() and self._folded.find_matches_as_indexes(low):
             return False
+        hits = self._first.find_matches_as_indexes(low)
+        if len(hits) > SCREEN_MAX_HITS:
+            return False
         kinds = self.kinds
-        for i, start, end in self._first.find_matches_as_indexes(low):
+        memo: list[Any] = [0, 0, True, None]  # a span inside the string a key word was last seen in, its verdict
+        for i, start, end in hits:
             kind = kinds[i]
             if kind == _MARKER:  # inline: "task-1" has one of these in most records
                 before = low[start - 1] if start else 0x22  # (a record's encoding starts with "{")
                 if (before not in _WORD or (before in _ESCAPED_LETTERS and start >= 2 and low[start - 2] == 0x5C)
                         or (before in _HEX and low[start - 6 : start - 4] == b"\\u")):
                     return False  # a word boundary, a non-ASCII character, the end of an escape (\n, \u001f)
-            elif kind == _FLAG or not self._harmless(kind, low, data, start, end, result):
+            elif kind == _FLAG or not _harmless(kind, low, data, start, end, result, memo):
                 return False
-            if self.overlaps[i] and not self._window(i, low, data, start, end, result):
+            if self.overlaps[i] and not self._window(i, low, data, start, end, result, memo):
                 return False
         return True
 
-    def _window(self, i: int, low: bytes, data: bytes, start: int, end: int, result: EpisodeResult | None) -> bool:
+    def _window(self, i: int, low: bytes, data: bytes, start: int, end: int, result: EpisodeResult | None,
+                memo: list[Any]) -> bool:
         """No hit the leftmost search skipped inside the harmless hit ``i`` at ``start:end`` matters."""
         kinds = self.kinds
         window = low[start : end - 1 + self.longest]
@@ -274,65 +289,80 @@ class Screen:
             s += start
             if s >= end or (j == i and s == start):
                 continue  # the leftmost search sees what starts after this hit
-            if kinds[j] == _FLAG or not self._harmless(kinds[j], low, data, s, e + start, result):
+            if kinds[j] == _FLAG or not _harmless(kinds[j], low, data, s, e + start, result, memo):
                 return False
         return True
 
-    @staticmethod
-    def _harmless(kind: int, low: bytes, data: bytes, start: int, end: int, result: EpisodeResult | None) -> bool:
-        if kind == _MARKER:
-            before = low[start - 1] if start else 0x22
-            return before in _WORD and not (
-                (before in _ESCAPED_LETTERS and start >= 2 and low[start - 2] == 0x5C)
-                or (before in _HEX and low[start - 6 : start - 4] == b"\\u"))
-        if kind == _URL:
-            return _URL_SHAPE.match(low, start) is None
-        # a key word: find the string it is in; harmless if that is a value or a key that is not secret
-        if low[end - 1] == 0x3A:  # token": (the closing quote is the pattern's)
-            close = end - 1
-        else:
-            rest = _STRING_REST.match(low, end)
-            if rest is None:
-                return False
-            close = rest.end()
-        if low[close : close + 1] != b":":
-            return True  # a value
-        open_ = start
-        while True:
-            open_ = low.rfind(b'"', 0, open_)
-            if open_ < 0:
-                return False
-            k = open_
-            while k > 0 and low[k - 1] == 0x5C:
-                k -= 1
-            if (open_ - k) % 2 == 0:
-                break  # not escaped
-        try:
-            key = _decode_key(data[open_:close])
-        except msgspec.DecodeError:
+
+def _harmless(kind: int, low: bytes, data: bytes, start: int, end: int, result: EpisodeResult | None,
+              memo: list[Any]) -> bool:
+    """Whether a dismissable hit at ``start:end`` is harmless in context (see :class:`Screen`)."""
+    if kind == _MARKER:
+        before = low[start - 1] if start else 0x22
+        return before in _WORD and not (
+            (before in _ESCAPED_LETTERS and start >= 2 and low[start - 2] == 0x5C)
+            or (before in _HEX and low[start - 6 : start - 4] == b"\\u"))
+    if kind == _URL:
+        return _URL_SHAPE.match(low, start) is None
+    # a key word: find the string it is in; harmless if that is a value or a key that is not secret
+    if memo[0] <= start < memo[1]:
+        return bool(memo[2])  # the same string as the last key word (each string is read once)
+    if low[end - 1] == 0x3A:  # token": (the closing quote is the pattern's)
+        close = end - 1
+    else:
+        rest = _STRING_REST.match(low, end)
+        if rest is None:
             return False
-        return not _secret_key(key) or _in_tool_schemas(data, open_, result)
+        close = rest.end()
+    verdict = low[close : close + 1] != b":" or _harmless_key(low, data, start, close, result, memo)
+    memo[0], memo[1], memo[2] = start, close, verdict
+    return verdict
 
 
-def _in_tool_schemas(data: bytes, at: int, result: EpisodeResult | None) -> bool:
-    """Whether position ``at`` of ``data`` (the encoding of ``result``) is inside the value of a
-    trajectory's ``tools`` (tool JSON schemas: the exact path masks no key there). The value is found
-    by its own encoding after an unescaped ``"tools":``, which only a key named ``tools`` can be."""
+def _harmless_key(low: bytes, data: bytes, start: int, close: int, result: EpisodeResult | None,
+                  memo: list[Any]) -> bool:
+    """The key ending at ``close`` (after its quote) that holds ``start`` is not secret-named, or is
+    inside a tool schema."""
+    open_ = start
+    while True:
+        open_ = low.rfind(b'"', 0, open_)
+        if open_ < 0:
+            return False
+        k = open_
+        while k > 0 and low[k - 1] == 0x5C:
+            k -= 1
+        if (open_ - k) % 2 == 0:
+            break  # not escaped
+    try:
+        key = _decode_key(data[open_:close])
+    except msgspec.DecodeError:
+        return False
+    if not _secret_key(key):
+        return True
+    if memo[3] is None:
+        memo[3] = _tool_schema_spans(data, result)
+    return any(lo <= open_ < hi for lo, hi in memo[3])
+
+
+def _tool_schema_spans(data: bytes, result: EpisodeResult | None) -> list[tuple[int, int]]:
+    """Where ``data`` (the encoding of ``result``) holds the value of a trajectory's ``tools`` (tool
+    JSON schemas: the exact path masks no key there). The value is found by its own encoding after an
+    unescaped ``"tools":``, which only a key named ``tools`` can be."""
+    spans = []
     traj = result.trajectory if result is not None else None
     while traj is not None:
         if traj.tools:
-            value = _encode(traj.tools)
-            needle = b'"tools":' + value
+            needle = b'"tools":' + _encode(traj.tools)
             pos = data.find(needle)
             while pos >= 0:
                 k = pos
                 while k > 0 and data[k - 1] == 0x5C:
                     k -= 1
-                if (pos - k) % 2 == 0 and pos + 8 <= at < pos + len(needle):
-                    return True
+                if (pos - k) % 2 == 0:
+                    spans.append((pos + 8, pos + len(needle)))
                 pos = data.find(needle, pos + 1)
         traj = traj.user
-    return False
+    return spans
 
 
 @lru_cache(maxsize=8)

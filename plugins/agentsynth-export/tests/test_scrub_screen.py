@@ -429,3 +429,31 @@ def test_the_overlap_table_finds_hits_a_leftmost_search_would_skip():
     sk = screen.patterns.index(b"sk-")
     assert screen.overlaps[sk]  # the secret can start inside an sk- hit
     assert not Screen(()).overlaps[Screen(()).patterns.index(b"sk-")]
+
+
+# --- the screen's own cost stays linear, whatever a record holds -------------------------------------------
+
+
+def test_a_record_with_too_many_hits_or_too_big_goes_to_the_exact_path(planted):
+    many = with_text("task-1 " * (scrub_mod.SCREEN_MAX_HITS + 1))
+    big = with_text("x" * scrub_mod.SCREEN_MAX_BYTES)
+    for r in (many, big):
+        assert not screen_passes(r)
+        [out], scrubber = scrubbed([r])
+        assert out == reference(r) == _enc.encode(r) and scrubber.exact_records == 1
+
+
+def test_key_words_in_one_long_value_are_read_once(monkeypatch):
+    """999 key words in one 500 kB value: the string is scanned once, not once a word (quadratic)."""
+    calls = []
+
+    class Counting:
+        def match(self, data: bytes, pos: int) -> Any:
+            calls.append(pos)
+            return scrub_mod.re.compile(rb'(?:[^"\\]|\\.)*"', re.DOTALL).match(data, pos)
+
+    monkeypatch.setattr(scrub_mod, "_STRING_REST", Counting())
+    text = ("a secret " + "x" * 500) * 999
+    r = with_text(text)
+    assert screen_passes(r)
+    assert len(calls) == 1
