@@ -56,16 +56,17 @@ def build(kind: str, cspec: ComponentSpec, *, host: PluginHost | None = None, **
     run can be rebuilt from its records (``__agentsynth_info__``)."""
     host = host or get_host()
     reg = host.get(kind, cspec.type)
-    if reg.spec_cls is not None:
-        args: tuple[Any, ...] = (_structured(cspec, reg.spec_cls, f"{kind} {cspec.type!r}"),)
+    spec_cls, factory = reg.spec_cls, reg.factory  # each resolved and checked once
+    if spec_cls is not None:
+        args: tuple[Any, ...] = (_structured(cspec, spec_cls, f"{kind} {cspec.type!r}"),)
         kwargs: dict[str, Any] = {}
     else:
         args, kwargs = (), dict(cspec.params)
-    accepted = _parameter_names(reg.factory)
+    accepted = _parameter_names(factory)
     for key, value in context.items():
         if key in accepted and value is not None:
             kwargs[key] = value
-    component = reg.factory(*args, **kwargs)
+    component = factory(*args, **kwargs)
     try:
         component.__agentsynth_info__ = {"plugin": reg.plugin, "kind": kind, "name": reg.name, "params": cspec.params}
     except (AttributeError, TypeError):  # slotted or builtin objects cannot be stamped
