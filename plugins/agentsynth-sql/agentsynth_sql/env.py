@@ -22,12 +22,14 @@ from .world import (
     Change,
     CheckBudget,
     CheckBudgetExceeded,
+    RowLog,
     Sandbox,
     Snapshot,
     catalog,
     diff_states,
     end_copy,
     keyed,
+    lenient_text,
     list_tables,
     open_copy,
     paired_changes,
@@ -38,6 +40,8 @@ from .world import (
     snapshot_for,
     split_statements,
     table_columns,
+    unwatch_rows,
+    watch_rows,
 )
 
 
@@ -140,6 +144,7 @@ class SqlEnvironment:
         self.collateral_reported = False
         self._start_marks: tuple[int, int] = (0, 0)
         self._changes: list[Change] | None = None
+        self.rows: RowLog | None = None  # the rows the agent's statements changed (see world.RowLog)
         self._unexpected: list[Change] | None = None
         self._settled = False
         self.budget = CheckBudget(self.spec.check_seconds, self.spec.statement_memory)
@@ -181,7 +186,8 @@ class SqlEnvironment:
         # not bound to one thread: a sync checker of another plugin may read it from the episode's worker
         self.conn = open_copy(self.snapshot, foreign_keys=s.foreign_keys, check_same_thread=False,
                               max_value=s.max_value_bytes)
-        self._capped = False  # max_page_count is set before the agent's first statement
+        self.rows = None  # logged from the first writing call on (_cap_size)
+        self._capped = False  # max_page_count is set before the agent's first writing statement
         self.allowed.check_against(self.snapshot, self.conn)
         self._start_marks = (self.conn.total_changes, self.snapshot.schema_version)
         self.sandbox.written, self.sandbox.schema_touched, self.sandbox.analyzed = set(), False, False
@@ -226,6 +232,8 @@ class SqlEnvironment:
     def shutdown(self) -> None:
         self._drop_end_state(closing=True)
         if self.conn is not None:
+            if self.rows is not None:
+                unwatch_rows(self.rows)
             self.conn.close()
             self.conn = None
 
@@ -301,13 +309,15 @@ class SqlEnvironment:
         return Observation(text, data=data[0] if len(data) == 1 else {"results": data})
 
     def _cap_size(self) -> None:
-        """The database (and the temp tables) may not grow past max_db_bytes. Set on first use, not at
-        reset: it makes SQLite parse the schema, which an episode without a statement never needs."""
+        """The database (and the temp tables) may not grow past max_db_bytes, and the rows the agent
+        changes are logged. Set before the first writing call, not at reset: the cap makes SQLite parse
+        the schema, which an episode without a statement never needs."""
         assert self.conn is not None and self.snapshot is not None
         pages = max(1, self.spec.max_db_bytes // self.snapshot.page_size)
         # the agent cannot run PRAGMAs; executescript: no cursor for a row nobody reads (and no open
         # transaction to commit: this runs before the agent's first statement)
         self.conn.executescript(f"PRAGMA main.max_page_count = {pages}")
+        self.rows = watch_rows(self.conn, self.spec.max_changes)  # only sql_execute can change a row
         self._capped = True
         self.sandbox.temp_guard = True  # the temp schema is capped when a statement first uses it
 
@@ -515,13 +525,27 @@ class SqlEnvironment:
     def _diff(self, conn: sqlite3.Connection, snap: Snapshot) -> list[Change]:
         schema = schema_changes(snap.catalog, self._end_catalog)
         full = bool(schema) or self.sandbox.schema_touched or snap.has_triggers
-        # Same objects: only the tables the agent wrote (and their FK dependents) can differ.
-        tables = list_tables(conn) if full else sorted(snap.affected(self.sandbox.written) & set(snap.tables))
+        # Same objects: only the tables the agent wrote (and their FK dependents) can differ; of an
+        # ordinary rowid table, only the rows SQLite logged as changed.
+        log = self.rows if not full and self.rows is not None and not self.rows.broken else None
+        if full:
+            tables = list_tables(conn)
+        else:
+            touched = snap.affected(self.sandbox.written)
+            if log is not None:
+                touched |= log.tables.keys() | log.overflow
+            tables = sorted(touched & set(snap.tables))
         start, end, cols = {}, {}, {}
         unreadable: list[Change] = []
         updates: list[Change] = []  # of the tables whose scans pair up row by row, in table order
         for table in tables:
             known = snap.state.get(table, {})
+            if log is not None and table in snap.rowid_tables and table not in log.overflow:
+                keys = log.tables.get(table)
+                if keys:  # else no row of it changed
+                    start[table] = {k: known[k] for k in keys if k in known}
+                    end[table], cols[table] = _rows_by_rowid(conn, table, keys), snap.columns[table]
+                continue
             try:
                 rows, pk = scan(conn, table, limit=len(known) + self.spec.max_changes + 1)
             except sqlite3.DatabaseError as exc:
@@ -597,6 +621,21 @@ class SqlEnvironment:
                     for conn in opened:
                         conn.close()
         return self._unexpected
+
+
+def _rows_by_rowid(conn: sqlite3.Connection, table: str, keys: set[int]) -> dict[Any, tuple[Any, ...]]:
+    """The rows of ``table`` with these rowids now, keyed by rowid (text that is not UTF-8 read as
+    :func:`~agentsynth_sql.world.scan` reads it)."""
+    sql = f"SELECT rowid, * FROM {quote(table)} WHERE rowid IN ({', '.join('?' * len(keys))})"
+    params = list(keys)
+    try:
+        rows = conn.execute(sql, params).fetchall()
+    except sqlite3.OperationalError as exc:
+        if "Could not decode to UTF-8" not in str(exc):
+            raise
+        with lenient_text(conn):
+            rows = conn.execute(sql, params).fetchall()
+    return {r[0]: r[1:] for r in rows}
 
 
 def _cell(value: Any, limit: int) -> str:

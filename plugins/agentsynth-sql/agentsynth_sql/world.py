@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
 import sqlite3
 import threading
 import time
@@ -46,6 +47,7 @@ class Snapshot:
     catalog: frozenset[tuple[str, str, str, str | None]] = frozenset()  # sqlite_master (type, name, tbl_name, sql)
     rows: int = 0  # rows in all tables
     start_keys: dict[tuple[str, str], set[Any]] = attrs.field(factory=dict, eq=False)  # (table, where) -> keys
+    rowid_tables: frozenset[str] = frozenset()  # ordinary rowid tables (not WITHOUT ROWID, not virtual)
     _scan_sets: dict[str, frozenset[tuple[Any, ...]]] = attrs.field(factory=dict, eq=False, init=False)
 
     @property
@@ -176,12 +178,16 @@ def _build(key: str, schema_sql: str, base_db: bytes | None, seed_sql: str, fore
             for fk in conn.execute(f"PRAGMA foreign_key_list({quote(t)})").fetchall():
                 if {fk[5], fk[6]} - {"NO ACTION", "RESTRICT"}:  # CASCADE / SET NULL / SET DEFAULT
                     dependents.setdefault(fk[2], set()).add(t)
-        scans = {t: scan(conn, t)[0] for t in tables}
+        scanned = {t: scan(conn, t) for t in tables}
+        scans = {t: rows for t, (rows, _pk) in scanned.items()}
+        virtual = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' "
+                                              "AND sql LIKE 'CREATE VIRTUAL TABLE%'")}
+        plain = frozenset(t for t, (_rows, pk) in scanned.items() if pk is None and t not in virtual)
         triggers = conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'trigger'").fetchone()[0]
         version = conn.execute("PRAGMA schema_version").fetchone()[0]
         return Snapshot(key, conn.serialize(), tuple(tables), "\n".join(lines), state, columns,
                         {k: frozenset(v) for k, v in dependents.items()}, bool(triggers), version, scans,
-                        catalog(conn), sum(len(v) for v in state.values()))
+                        catalog(conn), sum(len(v) for v in state.values()), rowid_tables=plain)
     finally:
         conn.close()
 
@@ -228,6 +234,128 @@ def _memory_counter() -> Any:
 
 
 memory_used = _memory_counter()
+
+
+# --- the rows the agent's statements changed --------------------------------------------------------
+
+
+class RowLog:
+    """The rowids of the main database's rows SQLite inserted, updated or deleted on one connection,
+    per table, from its pre-update hook: every row change of a rowid table passes it, REPLACE's
+    deletes, foreign-key actions and triggers included, and while it is set SQLite does not take
+    DELETE's truncate shortcut. An update that moves a row logs both rowids. The collateral diff then
+    reads only these rows of an ordinary rowid table instead of the whole table. ``broken`` (the hook
+    failed) or a table in ``overflow`` (more than ``limit`` rowids) sends the diff back to full scans."""
+
+    __slots__ = ("tables", "overflow", "broken", "limit", "db")
+
+    def __init__(self, limit: int, db: int) -> None:
+        self.tables: dict[str, set[int]] = {}
+        self.overflow: set[str] = set()
+        self.broken = False
+        self.limit = limit
+        self.db = db  # the connection's sqlite3 handle, what the hook is called with
+
+
+def _preupdate_api() -> Any:
+    """(install, pointer) for SQLite's pre-update hook through ctypes, or None where the library lacks
+    it (built without SQLITE_ENABLE_PREUPDATE_HOOK) or the self-check below fails: then every diff
+    scans whole tables, as before."""
+    if os.environ.get("AGENTSYNTH_SQL_ROW_LOG", "1") == "0":
+        return None
+    try:
+        import _sqlite3
+        import ctypes
+
+        lib = ctypes.PyDLL(_sqlite3.__file__)  # calls that only set a pointer: no GIL handover
+        callback_type = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p,
+                                         ctypes.c_char_p, ctypes.c_int64, ctypes.c_int64)
+        hook = lib.sqlite3_preupdate_hook
+        hook.restype, hook.argtypes = ctypes.c_void_p, [ctypes.c_void_p, callback_type, ctypes.c_void_p]
+        total = lib.sqlite3_total_changes
+        total.restype, total.argtypes = ctypes.c_int, [ctypes.c_void_p]
+        autocommit = lib.sqlite3_get_autocommit
+        autocommit.restype, autocommit.argtypes = ctypes.c_int, [ctypes.c_void_p]
+    except (ImportError, OSError, AttributeError):
+        return None
+    offset = object.__basicsize__  # a Connection's sqlite3* follows its object header (CPython's layout)
+
+    def pointer(conn: sqlite3.Connection) -> int:
+        return ctypes.c_void_p.from_address(id(conn) + offset).value or 0
+
+    logs: dict[int, RowLog] = {}
+
+    def on_change(_ctx: Any, db: int, op: int, schema: bytes, table: bytes, key1: int, key2: int) -> None:
+        log = logs.get(db)
+        if log is None or schema != b"main":
+            return
+        try:
+            name = table.decode("utf-8")
+            rows = log.tables.get(name)
+            if rows is None:
+                rows = log.tables[name] = set()
+            if op != sqlite3.SQLITE_INSERT:
+                rows.add(key1)
+            if op != sqlite3.SQLITE_DELETE:
+                rows.add(key2)
+            if len(rows) > log.limit:
+                log.overflow.add(name)
+                rows.clear()  # the diff scans this table whole (and stops at max_changes)
+        except BaseException:  # noqa: BLE001 - a callback must not raise into SQLite: the diff scans instead
+            log.broken = True
+
+    callback = callback_type(on_change)
+
+    def install(conn: sqlite3.Connection, limit: int) -> RowLog:
+        db = pointer(conn)
+        log = logs[db] = RowLog(limit, db)
+        hook(db, callback, None)
+        return log
+
+    def remove(log: RowLog) -> None:
+        """Forget ``log`` (its connection is about to close, which ends the hook: a handle may be
+        reused by the next connection)."""
+        logs.pop(log.db, None)
+
+    # the self-check: the pointer read is this connection's (its counters agree), and the hook logs
+    # what a handful of statements change, exactly
+    try:
+        conn = sqlite3.connect(":memory:", isolation_level=None)
+        conn.executescript("CREATE TABLE t (id INTEGER PRIMARY KEY, v UNIQUE); INSERT INTO t VALUES (1, 'a'), (2, 'b'), (3, 'c')")
+        db = pointer(conn)
+        if not db or total(db) != conn.total_changes or autocommit(db) != 1:
+            return None
+        conn.execute("BEGIN")
+        in_transaction = autocommit(db) == 0
+        conn.execute("COMMIT")
+        if not in_transaction:
+            return None
+        log = install(conn, 100)
+        conn.executescript("UPDATE t SET v = 'z' WHERE id = 1; INSERT OR REPLACE INTO t VALUES (9, 'b'); "
+                           "UPDATE t SET id = 7 WHERE id = 3; DELETE FROM t WHERE id = 9")
+        seen = log.tables.get("t")
+        remove(log)
+        conn.execute("DELETE FROM t")  # logged nowhere
+        if seen != {1, 2, 3, 7, 9} or log.broken or conn.total_changes != total(db) or log.tables["t"] != seen:
+            return None
+        conn.close()
+    except Exception:  # noqa: BLE001 - anything odd: no row log, whole-table scans
+        return None
+    return install, remove
+
+
+_row_log_api = _preupdate_api()
+
+
+def watch_rows(conn: sqlite3.Connection, limit: int) -> RowLog | None:
+    """Start logging the rows ``conn``'s statements change (None where SQLite cannot)."""
+    return _row_log_api[0](conn, limit) if _row_log_api is not None else None
+
+
+def unwatch_rows(log: RowLog) -> None:
+    """Stop logging into ``log`` (before its connection is closed: logs are found by handle)."""
+    if _row_log_api is not None:
+        _row_log_api[1](log)
 
 _pristine = threading.local()
 
