@@ -16,10 +16,10 @@ interpreter).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
-import shutil
 import sys
 import tempfile
 import threading
@@ -483,23 +483,50 @@ def _reply(doc: Any) -> dict[str, Any] | None:
 
 
 def _remove(root: Path) -> None:
-    """Delete a world, also one the agent made unreadable (mode-000 directories)."""
+    """Delete a world, also one the agent made hard to delete: mode-000 directories, and nesting
+    deeper than the recursion limit (``shutil.rmtree`` recursed: 1,500 nested directories, well
+    inside ``max_files``, raised RecursionError in close() and left the world on the host's disk
+    for good, episode after episode). Iterative, through one directory descriptor at a time (paths
+    could pass PATH_MAX; a descriptor per level could pass RLIMIT_NOFILE); links are unlinked,
+    never followed. Every process of the world is dead by now: nothing moves while it runs."""
+    if not os.path.lexists(root):
+        return
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    _unlock_dir(str(root))
+    fd = os.open(root, flags)
+    names: list[str] = []  # the path from root to where fd is
+    try:
+        while True:
+            with os.scandir(fd) as it:
+                entries = list(it)
+            sub = None
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    sub = sub or entry.name
+                else:
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(entry.name, dir_fd=fd)
+            if sub is not None:
+                _unlock_dir(sub, fd)
+                inner = os.open(sub, flags, dir_fd=fd)
+                os.close(fd)
+                fd, names = inner, [*names, sub]
+                continue
+            if not names:
+                break
+            outer = os.open("..", flags, dir_fd=fd)
+            os.close(fd)
+            fd, name, names = outer, names[-1], names[:-1]
+            os.rmdir(name, dir_fd=fd)
+    finally:
+        os.close(fd)
+    os.rmdir(root)
 
-    def unlock(function: Any, path: str, exc: Any) -> None:
-        try:
-            os.chmod(os.path.dirname(path), 0o700)
-            os.chmod(path, 0o700, follow_symlinks=False)
-        except OSError:
-            pass
-        if os.path.isdir(path) and not os.path.islink(path):
-            shutil.rmtree(path, ignore_errors=True)
-        else:
-            try:
-                os.unlink(path)
-            except OSError:
-                pass
 
-    shutil.rmtree(root, onerror=unlock)
+def _unlock_dir(name: str, dir_fd: int | None = None) -> None:
+    """Let the host list and empty a directory the agent made mode 000 (matters when not root)."""
+    with contextlib.suppress(OSError):
+        os.chmod(name, 0o700, dir_fd=dir_fd)
 
 
 class CheckError(RuntimeError):

@@ -290,3 +290,36 @@ def test_two_processes_never_give_the_same_task_and_seed_one_uid(tmp_path):
         assert again == theirs
     finally:
         release_uid(again)
+
+
+# --- what the agent leaves for the host to clean up, and for the checkers to read ---------------------
+
+
+def test_a_deeply_nested_world_is_removed_on_close(make_env):
+    # shutil.rmtree recursed: 1,500 nested directories (under max_files) raised RecursionError in
+    # close() and left the world on the host's disk, one more with every episode
+    from agentsynth_python.sandbox import left_worlds
+
+    env = make_env()
+    obs = run(env, "import os\nfor i in range(1500):\n    os.mkdir('d' * 200)\n    os.chdir('d' * 200)\n"
+                   "open('f', 'w').write('x')\nos.symlink('/world', 'loop')\nos.mkdir('locked')\nos.chmod('locked', 0)\n"
+                   "os.chdir('/world')\nos.mkfifo('fifo')\nos.chmod('.', 0o500)")
+    assert not obs.error, obs.content
+    root = env._root
+    env.close()
+    assert not os.path.lexists(root) and str(root) not in left_worlds()
+
+
+@pytest.mark.parametrize("expr", ["read_json('out.json')", "open('out.json').readline()", "read_csv('out.json')",
+                                  "read_text('/dev/zero')"])
+def test_a_fifo_or_device_where_an_output_goes_fails_the_value_check_at_once(make_env, expr):
+    # a FIFO blocked the checker until check_seconds, on every check that read it: time enough to
+    # push an episode past its timeout (unscored) instead of failed
+    import time
+
+    env = make_env()
+    run(env, "import os\nos.mkfifo('out.json')")
+    started = time.monotonic()
+    verdict = PythonValue(expr=expr, equals=1).check(env, None)
+    assert not verdict.passed and "not a regular file" in verdict.detail, verdict.detail
+    assert time.monotonic() - started < env.spec.check_seconds  # a bound on a hang, not a speed target
