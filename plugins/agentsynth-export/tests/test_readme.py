@@ -41,3 +41,11 @@ def test_the_contamination_example_runs(tmp_path):
     assert "held-out variant: core-heldout (" in out and "not relabelled: count-pending-orders" in out
     assert "all gates pass" in out and "pass@1 100.0%" in out
     assert (tmp_path / "core-heldout" / "pack.yaml").is_file()
+
+
+def test_the_secret_scrub_example_runs(tmp_path):
+    (code,) = re.findall(r"```python\n(.*?)```", section("The secret scrub"), re.S)
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split("\n")[:3] == ["1000 written", "no secret in out.jsonl", "masked: 1 exact path: 1 records"]
+    assert "Zq8W2nXv5Lr7Tb3Kc9Pd" not in (tmp_path / "out.jsonl").read_text()
