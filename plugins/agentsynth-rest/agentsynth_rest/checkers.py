@@ -12,6 +12,7 @@ import math
 import re
 import sqlite3
 import time
+from fractions import Fraction
 from pathlib import PurePosixPath, PureWindowsPath
 from typing import Any
 
@@ -28,7 +29,12 @@ def same(actual: Any, expected: Any, tolerance: float = 0.0) -> bool:
     if isinstance(actual, bool) or isinstance(expected, bool):
         return type(actual) is type(expected) and actual == expected
     if isinstance(actual, int | float) and isinstance(expected, int | float):
-        return math.isclose(actual, expected, rel_tol=0.0, abs_tol=tolerance) if tolerance else actual == expected
+        if not tolerance:
+            return actual == expected
+        try:
+            return math.isclose(actual, expected, rel_tol=0.0, abs_tol=tolerance)
+        except OverflowError:  # an int past a float's range (JSON has no limit): exact arithmetic
+            return abs(Fraction(actual) - Fraction(expected)) <= Fraction(tolerance)
     if isinstance(actual, list | tuple) and isinstance(expected, list | tuple):
         return len(actual) == len(expected) and all(same(a, e, tolerance) for a, e in zip(actual, expected,
                                                                                                strict=True))

@@ -232,6 +232,17 @@ async def test_rest_db_fails_and_never_raises_on_a_file_the_app_broke(red):
     assert not verdict.passed and "no such table" in verdict.detail
 
 
+async def test_a_number_past_a_floats_range_fails_a_tolerant_check_without_raising(red):
+    """Was: JSON integers have no limit; 4,000 digits stored through the API made a check with a
+    tolerance raise OverflowError (math.isclose converts to float): the episode went unscored."""
+    huge = 10**3999
+    assert not (await red.step(ToolCall("putValue", {"key": "price", "body": {"price": huge}}))).error
+    for expected, passed in ((5, False), (huge, True), (huge + 1, True), (huge + 2, False)):
+        verdict = await checker("http", path="/store/price", json_path="$.price", equals=expected,
+                                tolerance=1.5).check(red, TRAJ)
+        assert verdict.passed is passed, (expected, verdict.detail)
+
+
 @pytest.mark.parametrize("db", ["../x.db", "/etc/passwd", "a/../../x.db", "..\\x.db", ""])
 def test_rest_db_names_a_file_inside_the_world(db):
     with pytest.raises(ValueError, match="db: expected a file name inside the world's directory"):
