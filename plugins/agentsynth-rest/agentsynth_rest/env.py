@@ -277,6 +277,8 @@ class RestEnvironment:
             request = build_request(op, call.arguments, self.spec.max_request_bytes)
         except ValueError as exc:
             return Observation(f"error: {op.tool}: {exc}", error=True)
+        except TypeError as exc:  # a value JSON has no form for (a policy's own Python object)
+            return Observation(f"error: {op.tool}: the arguments are not JSON: {exc}", error=True)
         except RecursionError:
             return Observation(f"error: {op.tool}: the arguments are nested too deeply", error=True)
         return await self.send(self.client, *request)

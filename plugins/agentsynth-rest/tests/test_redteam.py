@@ -132,6 +132,11 @@ async def test_arguments_the_wire_cannot_carry_are_error_observations(red, tool,
     assert not (red.world / "echo.json").exists()  # nothing reached the app
 
 
+async def test_arguments_that_are_not_json_are_an_error_observation(red):
+    obs = await red.step(ToolCall("echo", {"note": b"bytes"}))  # a scripted policy's own Python object
+    assert obs.error and "the arguments are not JSON" in obs.content
+
+
 async def test_deeply_nested_arguments_are_an_error_observation(red):
     value: list = []
     node = value
