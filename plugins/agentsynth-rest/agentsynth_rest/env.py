@@ -43,7 +43,9 @@ import shutil
 import ssl
 import sys
 import tempfile
+import threading
 import urllib.parse
+import weakref
 import zlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -134,6 +136,7 @@ class RestEnvSpec:
     state_dir: str | None = None
     intro: str = ""
     allow_remote: bool = False
+    shared: bool = False
     call_seconds: float = attrs.field(default=10.0, validator=_bounds(above=0, high=600))
     start_seconds: float = attrs.field(default=20.0, validator=_bounds(above=0, high=600))
     max_response_bytes: int = attrs.field(default=65_536, validator=_bounds(low=256, high=64 * 2**20))
@@ -155,6 +158,8 @@ _doc_cache: dict[tuple[str, str, tuple[str, ...], tuple[str, ...], tuple[str, ..
                                                                                              list[Operation]]] = {}
 
 
+_in_use: dict[str, weakref.ref[Any]] = {}  # external base URLs held by a running episode (see RestEnvironment._claim)
+_in_use_lock = threading.Lock()
 MAX_DOCUMENTS = 32  # parsed documents kept per process (an API may serve a new one every episode)
 
 
@@ -220,6 +225,7 @@ class RestEnvironment:
         self._slot: server.Slot | None = None
         self._proc: server.Subprocess | None = None
         self._root: Path | None = None
+        self._claimed: str | None = None
         self.seed = 0
 
     # --- Environment protocol (async: every call runs under one deadline on the engine's loop) ------
@@ -234,6 +240,8 @@ class RestEnvironment:
         else:
             assert s.base_url is not None
             self.base_url = s.base_url.rstrip("/")
+            if not s.shared:
+                self._claim(self.base_url)
         await _load_http_backend()
         self.client = self._client()
         self.doc, ops = await self._document()
@@ -283,7 +291,28 @@ class RestEnvironment:
             return Observation(f"error: {op.tool}: the arguments are nested too deeply", error=True)
         return await self.send(self.client, *request)
 
+    def _claim(self, url: str) -> None:
+        """An external API is one shared state: two episodes of this process in it at once would
+        see, pass on and undo each other's work (eight concurrent samples of a task: one does it,
+        seven pass by doing nothing). The second is refused, loudly, unless ``shared: true``."""
+        with _in_use_lock:
+            ref = _in_use.get(url)
+            holder = ref() if ref is not None else None  # a world dropped without close holds nothing
+            if holder is not None and holder is not self:
+                raise server.WorldStartError(
+                    f"base_url: {url} is in use by another episode of this run: an external API is one shared "
+                    "state, so overlapping episodes would see and undo each other's work. Run with concurrency: 1, "
+                    "serve a world per episode with 'app:', or set 'shared: true' if episodes cannot interfere")
+            _in_use[url] = weakref.ref(self)
+            self._claimed = url
+
     async def close(self) -> None:
+        if self._claimed is not None:
+            with _in_use_lock:
+                ref = _in_use.get(self._claimed)
+                if ref is not None and ref() is self:
+                    del _in_use[self._claimed]
+            self._claimed = None
         if self.client is not None:
             with contextlib.suppress(Exception):
                 await self.client.aclose()

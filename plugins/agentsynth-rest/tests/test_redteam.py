@@ -554,3 +554,34 @@ def test_no_rest_exploit_leaves_an_episode_unscored():
                             timeout=60, max_steps=60)
     assert len(outcomes) == 2 * len(rest_exploits())
     assert [o.describe() for o in outcomes if o.status != "failed"] == []
+
+
+async def test_two_episodes_in_one_external_api_at_once_are_refused(external):
+    """Was: concurrent episodes of a run shared an external API's state: eight samples of one task
+    at once, one did the work and seven passed doing nothing (or a reset undid another's work).
+    The second is now an environment error that says why; after the first closes it starts."""
+    from agentsynth_rest.server import WorldStartError
+
+    first = rest_env(base_url=external.url, openapi="hostile.yaml")
+    second = rest_env(base_url=external.url + "/", openapi="hostile.yaml")
+    await first.reset(0)
+    try:
+        with pytest.raises(WorldStartError, match="is in use by another episode of this run.*concurrency: 1"):
+            await second.reset(0)
+        await second.close()
+        await first.reset(1)  # the same world again: its own claim
+    finally:
+        await first.close()
+    await second.reset(0)
+    await second.close()
+    shared = [rest_env(base_url=external.url, openapi="hostile.yaml", shared=True) for _ in range(2)]
+    for env in shared:  # episodes that cannot interfere (a read-only API) say so
+        await env.reset(0)
+    for env in shared:
+        await env.close()
+    stray = rest_env(base_url=external.url, openapi="hostile.yaml")
+    await stray.reset(0)
+    del stray  # a world dropped without close holds nothing
+    third = rest_env(base_url=external.url, openapi="hostile.yaml")
+    await third.reset(0)
+    await third.close()
