@@ -17,12 +17,13 @@ Two paths give the same output:
   (``task-1``: no word boundary before ``sk-``; ``secret`` in a value, not a key) is dismissed; any
   other hit sends the record to the exact path. A record the screen passes holds nothing the exact
   path would change, so it goes on untouched (see :class:`Screen` for why each test is a superset).
-- **The exact path** (the records the screen stops): a Python walk over every string, masking values
-  under secret-named keys, then ``redact_text`` over the batch's distinct strings joined by NUL
-  (one call per batch: a call scans the environment). No key pattern or secret spans a NUL; the
-  URL-userinfo pattern could (``http://a`` NUL ``b:c@d``), so strings holding ``://`` are redacted one
-  by one, and so is everything when a remembered secret holds a NUL: the result is that of
-  ``redact_text`` on each string alone.
+- **The exact path** (the records the screen stops): a Python walk over every string of a plain copy
+  of the record, masking values under secret-named keys, then ``redact_text`` over the batch's
+  distinct strings joined by NUL (one call per batch: a call scans the environment). No key pattern
+  or secret spans a NUL; the URL-userinfo pattern could (``http://a`` NUL ``b:c@d``), so strings
+  holding ``://`` are redacted one by one (and those holding a key marker, so that the key-shape
+  regex, slow per character, reads only them), and so is everything when a remembered secret holds a
+  NUL: the result is that of ``redact_text`` on each string alone.
 
 The strings are redacted before any format renders them, so JSON escaping (``\\n`` before a key)
 cannot hide a key from a pattern.

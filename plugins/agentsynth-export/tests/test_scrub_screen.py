@@ -42,7 +42,8 @@ ENV_PLAIN = "Zq8W2nXv5Lr7Tb3Kc9Pd"  # no key shape: only its value can catch it
 ENV_ODD = 'pa"ss\\wo/rd\n!42'  # JSON escapes three of its characters
 ENV_K = "k-Hidden9Q2xL7v"  # starts inside "task-..." (the sk- hit there must not hide it)
 ENV_UNICODE = "pässwörd-Überall-9"
-SECRETS = (ENV_KEY, ENV_PLAIN, ENV_ODD, ENV_K, ENV_UNICODE)
+ENV_CONTROL = "ctl\x01tab\tsecret-77"  # written \u0001 and \t in JSON
+SECRETS = (ENV_KEY, ENV_PLAIN, ENV_ODD, ENV_K, ENV_UNICODE, ENV_CONTROL)
 _enc = msgspec.json.Encoder()
 
 
@@ -170,6 +171,7 @@ TEXT_ATTACKS = {
     "secret inside a sk- false hit": f"task-{ENV_K[2:]}",  # task-Hidden9... holds k-Hidden9...
     "non-ASCII around a secret": f"é{ENV_PLAIN}—",
     "non-ASCII secret": f"login {ENV_UNICODE}",
+    "secret with control characters": f"[{ENV_CONTROL}]",
     "key after an escaped newline": "ok\nsk-unknownkey0123456789",
     "key after a tab": "\tghp_abcdefghijklmnopqrstuvwx",
     "key after a control character": "\x01sk-unknownkey0123456789",
@@ -325,7 +327,8 @@ FRAGMENTS = [
     "xai-Zz12345678", "AIzaSyA-abcdefghijklmnopqrstu", "AKIAABCDEFGHIJKLMNOP", "SLOVAKIA", "ghp_abcdefghijklmnopqrstuv",
     "ghs_short", "Bearer tok.en-123456", "bearer x", "https://bob:pw@host/x", "http://host/y", "a@b.c", "://", "@",
     "\n", "\t", "\x00", "\x01", "\x1f", '"', "\\", "é", "—", "\u00a0", "\u017f", "\u212a", "\u0131", "\u0130", "日本",
-    "api_key", "password", "token", "Token", "secret", ENV_KEY, ENV_PLAIN, ENV_ODD, ENV_K, ENV_UNICODE, ENV_KEY[:8],
+    "api_key", "password", "token", "Token", "secret", ENV_KEY, ENV_PLAIN, ENV_ODD, ENV_K, ENV_UNICODE, ENV_CONTROL,
+    ENV_KEY[:8],
     ENV_PLAIN[3:], "<redacted>", "AGENTSYNTH CANARY GUID 1234",
 ]
 SEPARATORS = ["", "", " ", "\n", "-", "_", ":", "/", "\\", '"', "é"]
@@ -457,3 +460,39 @@ def test_key_words_in_one_long_value_are_read_once(monkeypatch):
     r = with_text(text)
     assert screen_passes(r)
     assert len(calls) == 1
+
+
+PIECES = ["sk-", "gsk_", "hf_", "xai-", "AIza", "AKIA", "ghp_", "Bearer ", "://", "@", ":", "/", "api", "_key", "KEY",
+          "token", "TOKEN", "pass", "word", "secret", "cred", "ential", "\u017f", "\u212a", "\u0131", "tools", '"',
+          "\\", "\n", "\x00", "\x01", "\t", "é", " ", "-", "_", "a", "Z", "9", "x" * 8, "A" * 16, ENV_PLAIN[:10],
+          ENV_PLAIN[10:], ENV_K, ENV_ODD[:4], ENV_ODD[4:]]
+
+
+# glued together, these make near misses: "api" "_" "word", "a" "sk-"... (and sometimes a real hit)
+NEAR_MISSES = ["api", "_key", "KEY", "word", "cred", "ential", "tools", "sk", "-", "_", "a", "Z", "9", "x" * 8, " ",
+               "é", '"', "\\", "\n", "AKI", "tok", "en"]
+
+
+def random_string(rng: random.Random, pieces: list[str]) -> str:
+    return "".join(rng.choice(pieces) for _ in range(rng.randint(0, 7)))
+
+
+def test_differential_random_pieces_in_keys_and_values(planted):
+    """Keys and values glued from marker, key-word, escape and secret pieces: the screen may stop any of
+    them, but what it passes must come out as the exact path writes it."""
+    rng = random.Random(42)
+    records = []
+    for i in range(1500):
+        pieces = PIECES if rng.random() < 0.5 else NEAR_MISSES
+
+        def text() -> str:
+            return random_string(rng, pieces)  # noqa: B023 - used at once
+
+        r = make_result(f"task-{i}", 0, True)
+        r.trajectory.metadata = {text(): text() for _ in range(3)}
+        r.trajectory.metadata[text()] = {text(): [text()]}
+        r.trajectory.steps[0] = Step(ToolCall("get", {text(): text()}, "c"), Observation(text()), turn=0)
+        records.append(r)
+    outs, scrubber = scrubbed(records)
+    assert outs == [reference(r) for r in records]
+    assert 200 < scrubber.exact_records < 1300, scrubber.exact_records  # both paths ran
