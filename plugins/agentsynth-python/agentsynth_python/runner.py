@@ -51,6 +51,8 @@ def confine(config):
         ctypes.CDLL(None, use_errno=True).prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS
     except Exception:
         pass
+    if config.get("seccomp"):
+        install_filter(bytes.fromhex(config["seccomp"]))
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a file past max_file_bytes: EFBIG, not death
     os.umask(0o022)
 
@@ -72,6 +74,22 @@ def ipc_limits(memory_bytes):
                 f.write(value)
         except OSError:
             pass
+
+
+def install_filter(program):
+    """Load the host's seccomp filter (sandbox.seccomp_program: no new user namespaces) for this
+    process and every process it starts; refuse to run agent code without it."""
+    import ctypes
+
+    class Program(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+    code = ctypes.create_string_buffer(program, len(program))
+    prog = Program(len(program) // 8, ctypes.cast(code, ctypes.c_void_p))
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p, ctypes.c_ulong, ctypes.c_ulong]
+    if libc.prctl(22, 2, ctypes.byref(prog), 0, 0) != 0:  # PR_SET_SECCOMP, SECCOMP_MODE_FILTER
+        raise SystemExit(f"agentsynth-python runner: cannot install the seccomp filter: {os.strerror(ctypes.get_errno())}")
 
 
 def private_fd(fd):

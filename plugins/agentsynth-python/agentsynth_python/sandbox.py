@@ -229,6 +229,53 @@ def bwrap_argv(world: Path, *, writable: bool, limits: Limits, packages: list[tu
     return argv
 
 
+# --- seccomp: no user namespaces inside ------------------------------------------------------------
+
+# (audit arch, unshare, clone, clone3) per machine; clone's flags are its first argument on both
+_SYSCALLS = {"x86_64": (0xC000003E, 272, 56, 435), "aarch64": (0xC00000B7, 97, 220, 435)}
+_CLONE_NEWUSER = 0x10000000
+
+
+@functools.cache
+def seccomp_program() -> bytes | None:
+    """A classic BPF seccomp filter, installed by the runner before any agent code (every backend:
+    a container runtime's default profile lets an unprivileged process unshare a user and a mount
+    namespace and mount a tmpfs of any size there; bwrap has no filter of its own) that refuses new user
+    namespaces: ``unshare`` / ``clone`` with CLONE_NEWUSER fail with EPERM, ``clone3`` (its flags
+    are behind a pointer) with ENOSYS, so libc falls back to ``clone``; any other ABI of the
+    machine (i386, x32) gets ENOSYS for every call. Without it the agent became root of a user
+    namespace of its own (``unshare -Urm``), where it could mount a tmpfs no limit and no guard
+    sees, and namespaces (network, mount) the guard does not look into. Everything else is
+    allowed. None on a machine this table does not know (then there is no filter)."""
+    import platform
+    import struct
+
+    machine = platform.machine()
+    if machine not in _SYSCALLS:
+        return None
+    arch, unshare, clone, clone3 = _SYSCALLS[machine]
+    ld, jeq, jge, jset, ret = 0x20, 0x15, 0x35, 0x45, 0x06
+    allow, eperm, enosys = 0x7FFF0000, 0x00050000 | 1, 0x00050000 | 38
+    # (code, jump-if-true label, jump-if-false label, k); labels resolved below
+    program: list[tuple[int, str | None, str | None, int]] = [
+        (ld, None, None, 4), (jeq, None, "enosys", arch),  # seccomp_data.arch
+        (ld, None, None, 0), (jge, "enosys", None, 0x40000000),  # seccomp_data.nr; x32 numbers
+        (jeq, "enosys", None, clone3), (jeq, "flags", None, unshare), (jeq, "flags", None, clone),
+        (ret, None, None, allow),
+    ]
+    labels = {"flags": len(program)}
+    program += [(ld, None, None, 16), (jset, "eperm", None, _CLONE_NEWUSER), (ret, None, None, allow)]  # args[0]
+    labels["eperm"] = len(program)
+    program.append((ret, None, None, eperm))
+    labels["enosys"] = len(program)
+    program.append((ret, None, None, enosys))
+    out = b""
+    for i, (code, jt, jf, k) in enumerate(program):
+        rel = [labels[j] - i - 1 if j else 0 for j in (jt, jf)]
+        out += struct.pack("<HBBI", code, rel[0], rel[1], k)
+    return out
+
+
 def sandbox_env(seed: int, home: str) -> dict[str, str]:
     """The whole environment of a sandboxed process: nothing of the host's (no keys, no paths).
     ``python3`` on PATH is the host's base interpreter (read-only)."""
@@ -548,8 +595,9 @@ class Process:
         paths = [site] if site and packages else []
         if isolation == "none":
             paths = sorted({os.path.dirname(p) for p, _ in packages})
+        program = seccomp_program()
         config = {"mode": mode, "limits": limits.runner(), "uid": uid, "cwd": cwd, "paths": paths,
-                  "output_bytes": limits.output_bytes, **(extra or {})}
+                  "output_bytes": limits.output_bytes, "seccomp": program.hex() if program else None, **(extra or {})}
         runner = INSIDE_RUNNER if inside else str(RUNNER)
         python = runtime.python if isolation == "container" else exe
         command = [python, "-I", "-S", "-B", runner, json.dumps(config), MARKER]

@@ -323,3 +323,46 @@ def test_a_fifo_or_device_where_an_output_goes_fails_the_value_check_at_once(mak
     verdict = PythonValue(expr=expr, equals=1).check(env, None)
     assert not verdict.passed and "not a regular file" in verdict.detail, verdict.detail
     assert time.monotonic() - started < env.spec.check_seconds  # a bound on a hang, not a speed target
+
+
+USERNS = """import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+uid, gid = os.getuid(), os.getgid()
+steps = [('user', libc.unshare(0x10000000), ctypes.get_errno())]
+try:
+    open('/proc/self/setgroups', 'w').write('deny')
+    open('/proc/self/uid_map', 'w').write(f'0 {uid} 1')
+    open('/proc/self/gid_map', 'w').write(f'0 {gid} 1')
+except OSError:
+    pass
+steps.append(('mount ns', libc.unshare(0x00020000), ctypes.get_errno()))
+steps.append(('tmpfs', libc.mount(b'none', b'/tmp', b'tmpfs', 0, b'size=100G'), ctypes.get_errno()))
+steps.append(('clone', libc.syscall(56 if os.uname().machine == 'x86_64' else 220, 0x10000000 | 17, 0, 0, 0, 0),
+              ctypes.get_errno()))
+print(steps)
+"""
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_no_user_namespace_inside_so_no_unbounded_tmpfs(tmp_path, backend):
+    # the container runtime's default seccomp profile let the agent unshare a user and a mount
+    # namespace and mount a tmpfs of any size (no tmp_bytes, no guard); bwrap had no filter at all
+    env = PythonEnvironment(base_dir=tmp_path, isolation=backend)
+    try:
+        env.reset(0)
+        obs = run(env, USERNS)
+        assert "('user', -1, 1)" in obs.content and "('tmpfs', -1," in obs.content, obs.content
+        assert "('clone', -1, 1)" in obs.content, obs.content
+        normal = run(env, "import subprocess, threading, multiprocessing as mp\n"
+                          "t = threading.Thread(target=print, args=('thread',)); t.start(); t.join()\n"
+                          "p = mp.Process(target=print, args=('process',)); p.start(); p.join()\n"
+                          "print(subprocess.run(['echo', 'spawned'], capture_output=True, text=True).stdout.strip())")
+        assert normal.content == "[stdout]\nthread\nprocess\nspawned", normal.content  # clone3 falls back
+        (tmp_path / "mod.py").write_text(USERNS.replace("print(steps)", "x = steps"))
+        import shutil
+
+        shutil.copy(tmp_path / "mod.py", env.world / "mod.py")
+        verdict = PythonValue(expr="mod.x[0][1]", setup="import mod", world_on_path=True, equals=-1).check(env, None)
+        assert verdict.passed, verdict.detail  # nor in a checker's sandbox
+    finally:
+        env.close()
