@@ -585,3 +585,20 @@ async def test_two_episodes_in_one_external_api_at_once_are_refused(external):
     third = rest_env(base_url=external.url, openapi="hostile.yaml")
     await third.reset(0)
     await third.close()
+
+
+@pytest.mark.parametrize("value", ["", "//", "%2e%2e", "%2F", "ADMIN", "\uff0e\uff0e", ";admin", "1?x", "1#x"])
+async def test_path_tricks_stay_one_encoded_segment(value):
+    """Held: empty and slash values are refused; everything else is one percent-encoded segment the
+    server decodes once (a fullwidth '．．' or '%2e%2e' never becomes '..', ';' never a parameter)."""
+    echo = rest_env(app="hostile.py:create_app", openapi="hostile.yaml")
+    await echo.reset(0)
+    try:
+        obs = await echo.step(ToolCall("getItem", {"item_id": value}))
+        if value in ("", "//"):
+            assert obs.error and "is not a path segment" in obs.content
+        else:
+            path = obs.data["json"]["path"]
+            assert path == "/items/" + value and path.count("/") == 2, path
+    finally:
+        await echo.close()
