@@ -57,8 +57,8 @@ PUBLIC: dict[str, tuple[str, ...]] = {
     "results": ("ResultSet", "Tally"),
     "rundirs": ("load_stored_spec", "open_run", "run_status", "unfinished_episodes", "verify_run"),
     "secrets": (
-        "REDACTED", "has_redacted", "is_secret_key", "item_is_secret", "redact", "redact_bytes", "redact_text",
-        "remember",
+        "REDACTED", "has_redacted", "is_secret_key", "item_is_secret", "known_secrets", "redact", "redact_bytes",
+        "redact_text", "remember",
     ),
     "spec": (
         "SPLITS", "Bounds", "Budget", "ComponentSpec", "InvalidValue", "Pack", "RunSpec", "Task", "UserSpec", "build",
@@ -447,6 +447,9 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_public_api.py
     )
     from .secrets import (
         item_is_secret as item_is_secret,
+    )
+    from .secrets import (
+        known_secrets as known_secrets,
     )
     from .secrets import (
         redact as redact,

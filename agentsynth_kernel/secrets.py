@@ -52,6 +52,13 @@ def remember_environment() -> None:
     remember(*env_secrets())
 
 
+def known_secrets() -> tuple[str, ...]:
+    """Every value :func:`redact_text` masks by value right now (remembered secrets and secret
+    environment values, 6 characters or more), longest first: what a fast pre-check on encoded output
+    (agentsynth-export's scrub screen) must search for to stay exactly as strong as ``redact_text``."""
+    return tuple(sorted((s for s in {*_known, *env_secrets()} if len(s) >= _MIN_SECRET), key=len, reverse=True))
+
+
 def redact_bytes(data: bytes) -> bytes:
     """Encoded output (a stored result, a cached response) with every remembered secret masked by
     value: a cheap ``in`` test per secret, so it can run on every record."""

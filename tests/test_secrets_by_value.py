@@ -61,3 +61,18 @@ def test_redaction_by_value_and_of_url_userinfo():
     assert redact_bytes(b'"https://user:pw123456@host/x"') == b'"https://user:<redacted>@host/x"'
     remember("short")  # under 6 characters: never masked inside text (too many false hits)
     assert redact_text("a short answer") == "a short answer"
+
+
+def test_known_secrets_are_what_redact_text_masks_by_value(monkeypatch):
+    """known_secrets() lists exactly the values redact_text masks by value (export's fast screen
+    searches encoded output for them), longest first."""
+    from agentsynth_kernel import known_secrets
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "zz-env-value-4242")
+    remember("zz-remembered-value-777", "tiny")
+    found = known_secrets()
+    assert "zz-env-value-4242" in found and "zz-remembered-value-777" in found
+    assert "tiny" not in found and redact_text("a tiny b") == "a tiny b"  # too short to mask inside text
+    assert list(found) == sorted(found, key=len, reverse=True)
+    for secret in found:
+        assert secret not in redact_text(f"x {secret} y")
