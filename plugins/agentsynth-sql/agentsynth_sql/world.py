@@ -174,10 +174,11 @@ def _build(key: str, schema_sql: str, base_db: bytes | None, seed_sql: str, fore
             lines.append(f"{t}({cols}) -- {count} rows")
         state = table_state(conn, tables)
         dependents: dict[str, set[str]] = {}
+        named = {t.lower(): t for t in tables}  # a REFERENCES clause may spell its table in another case
         for t in tables:
             for fk in conn.execute(f"PRAGMA foreign_key_list({quote(t)})").fetchall():
                 if {fk[5], fk[6]} - {"NO ACTION", "RESTRICT"}:  # CASCADE / SET NULL / SET DEFAULT
-                    dependents.setdefault(fk[2], set()).add(t)
+                    dependents.setdefault(named.get(fk[2].lower(), fk[2]), set()).add(t)
         scanned = {t: scan(conn, t) for t in tables}
         scans = {t: rows for t, (rows, _pk) in scanned.items()}
         virtual = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' "

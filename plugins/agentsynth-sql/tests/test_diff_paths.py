@@ -140,3 +140,20 @@ def test_appended_rows_and_updates_are_reported_in_key_order() -> None:
     assert got == [("insert", 100), ("update", 11), ("insert", 13), ("update", 2)]  # keys in repr order
     assert [c.to_dict() for c in env.changes()] == truth(env)
     env.shutdown()
+
+
+def test_foreign_key_dependents_are_found_whatever_case_the_references_clause_spells() -> None:
+    from agentsynth_sql.world import snapshot_for
+
+    schema = """
+    CREATE TABLE parent (id INTEGER PRIMARY KEY);
+    CREATE TABLE kids (pid INTEGER REFERENCES "PARENT"(id) ON DELETE CASCADE, n TEXT, PRIMARY KEY (pid, n)) WITHOUT ROWID;
+    """
+    snap = snapshot_for(schema, "INSERT INTO parent VALUES (1), (2); INSERT INTO kids VALUES (1, 'a'), (2, 'b');")
+    assert snap.affected({"parent"}) == {"parent", "kids"}
+    env = SqlEnvironment(SqlEnvSpec(schema=schema, seed="INSERT INTO parent VALUES (1), (2); "
+                                    "INSERT INTO kids VALUES (1, 'a'), (2, 'b');", allowed_changes={"parent": "*"}))
+    env.start(0)
+    assert not env.run(ToolCall("sql_execute", {"sql": "DELETE FROM parent WHERE id = 1"})).error
+    assert {(c.table, c.op) for c in env.unexpected_changes()} == {("kids", "delete")}
+    env.shutdown()
