@@ -1,6 +1,7 @@
 """``python -m agentsynth_rest.serve --app REF --world DIR --seed N [--args JSON]``: one app in a process of its own.
 
 Prints ``listening PORT`` once the server accepts connections on 127.0.0.1, then serves until killed.
+That line is all its stdout carries: the app's own output goes to stderr.
 """
 
 from __future__ import annotations
@@ -38,6 +39,10 @@ def main() -> int:
     parser.add_argument("--args", default="{}", help="the world's app_args, as JSON")
     args = parser.parse_args()
     _die_with_parent()
+    # stdout carries the handshake line only: what the app prints (at import, in its factory, per
+    # request) goes to stderr, so a print before the server listens is not taken for the answer
+    handshake = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
     import uvicorn
 
     from agentsynth_kernel import import_object
@@ -62,8 +67,8 @@ def main() -> int:
                 await task
                 return
             await asyncio.sleep(0.002)
-        sys.stdout.write(f"listening {sock.getsockname()[1]}\n")
-        sys.stdout.flush()
+        handshake.write(f"listening {sock.getsockname()[1]}\n")
+        handshake.flush()
         await task
 
     asyncio.run(serve())

@@ -272,7 +272,19 @@ class Subprocess:
         self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      env=env, start_new_session=True, cwd=str(world))
         _children.add(self)  # killed at exit if no close did (an episode cancelled mid-reset)
+        # stderr (the app's prints too, see serve.py) is read from the start and its tail kept: an
+        # app that prints filled the pipe (64 KB) and then blocked in print(), its server with it
+        self._err_tail = b""
+        self._err_reader = threading.Thread(target=self._read_stderr, daemon=True, name="agentsynth-rest-stderr")
+        self._err_reader.start()
         self.port = self._handshake(start_seconds)
+
+    def _read_stderr(self) -> None:
+        with contextlib.suppress(Exception):
+            assert self.proc.stderr is not None
+            fd = self.proc.stderr.fileno()
+            while chunk := os.read(fd, 65536):  # what is there, not a full 64 KB: the tail stays current
+                self._err_tail = (self._err_tail + chunk)[-2000:]
 
     def _handshake(self, seconds: float) -> int:
         assert self.proc.stdout is not None
@@ -283,16 +295,10 @@ class Subprocess:
         reader.join(seconds)
         line = result[0].decode(errors="replace").strip() if result else ""
         if line.startswith("listening "):
-            for stream in (self.proc.stdout, self.proc.stderr):
-                # read on and dropped: an app that prints filled the pipe (64 KB) and then blocked
-                # in print(), its server with it, for the rest of the episode
-                threading.Thread(target=_drain, args=(stream,), daemon=True, name="agentsynth-rest-drain").start()
             return int(line.split()[1])
         self._terminate()
-        err = b""
-        if self.proc.stderr is not None:
-            with contextlib.suppress(Exception):
-                err = self.proc.stderr.read()[-2000:]
+        self._err_reader.join(2)
+        err = self._err_tail
         self.kill()
         why = "timed out" if not result else f"exited with status {self.proc.returncode}"
         detail = err.decode(errors="replace").strip().splitlines()
@@ -308,19 +314,17 @@ class Subprocess:
     def kill(self) -> None:
         self._terminate()
         _children.discard(self)
-        for stream in (self.proc.stdout, self.proc.stderr):
+        self._err_reader.join(2)  # EOF once the process group is gone
+        # stderr is closed only once its reader is done: closed under a read, its descriptor
+        # number could be reused by another file and read from
+        streams = (self.proc.stdout, self.proc.stderr) if not self._err_reader.is_alive() else (self.proc.stdout,)
+        for stream in streams:
             if stream is not None:
                 with contextlib.suppress(Exception):
                     stream.close()
 
 
 _children: set[Subprocess] = set()
-
-
-def _drain(stream: Any) -> None:
-    with contextlib.suppress(Exception):
-        while stream.read(65536):
-            pass
 
 
 @atexit.register

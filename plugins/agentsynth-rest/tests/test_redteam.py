@@ -505,10 +505,13 @@ async def test_the_document_cache_is_bounded(external):
     assert len(rest._doc_cache) <= rest.MAX_DOCUMENTS
 
 
-async def test_an_app_that_prints_does_not_hang_its_subprocess_server():
+@pytest.mark.parametrize("app", ["hostile.py:create_app", "hostile.py:noisy_app"])
+async def test_an_app_that_prints_does_not_hang_its_subprocess_server(app):
     """Was: after the handshake nobody read the child's stdout / stderr pipes: an app printing
-    400 KB per call filled them and blocked in print(), its server with it."""
-    env = rest_env(app="hostile.py:create_app", openapi="redteam.yaml", server="subprocess", call_seconds=5)
+    400 KB per call filled them and blocked in print(), its server with it; and a factory that
+    printed before the server listened had its line taken for the handshake (the world did not
+    start). The app's output goes to stderr, read from the start."""
+    env = rest_env(app=app, openapi="redteam.yaml", server="subprocess", call_seconds=5)
     await env.reset(0)
     try:
         for _ in range(4):

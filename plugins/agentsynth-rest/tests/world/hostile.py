@@ -155,3 +155,9 @@ def create_app(world: Path, seed: int = 0) -> Any:
 
 def failing_app(world: Path, seed: int = 0) -> Any:
     raise RuntimeError("database seed file missing")
+
+
+def noisy_app(world: Path, seed: int = 0) -> Any:
+    """An app whose factory prints (200 KB, more than a pipe holds) before its server listens."""
+    print("starting the noisy app " + "x" * 200_000, flush=True)
+    return create_app(world, seed)
