@@ -325,6 +325,7 @@ class JsonlExporter(BaseExporter):
         encode_into = _encoder.encode_into
         mode = self.canary
         suffixes: dict[str, bytes] = {}
+        self.scrubber = None  # (one of an earlier export is not this one's)
         with _open_out(path) as fp:
             for result in records:
                 # the scrub's screen encoded it already, when it passed it unchanged (select() is a generator:

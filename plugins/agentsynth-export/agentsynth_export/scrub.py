@@ -14,7 +14,8 @@ Two paths give the same output:
   its JSON-escaped form, the key markers (``sk-``, ``AKIA``, ``Bearer `` ...), ``://`` of URL userinfo,
   the words secret-named keys are made of, and the non-ASCII letters that match an ASCII one when
   ``is_secret_key`` ignores case (``ſ``, ``K``, ``İ``, ``ı``). A hit that context proves harmless
-  (``task-1``: no word boundary before ``sk-``; ``secret`` in a value, not a key) is dismissed; any
+  (``task-1``: no word boundary before ``sk-``; ``secret`` in a value, not a key; ``password`` as a
+  property of a trajectory's tool schemas) is dismissed; any
   other hit sends the record to the exact path. A record the screen passes holds nothing the exact
   path would change, so it goes on untouched (see :class:`Screen` for why each test is a superset).
 - **The exact path** (the records the screen stops): a Python walk over every string of a plain copy
@@ -45,7 +46,7 @@ import msgspec
 from agentsynth_kernel import REDACTED, EpisodeResult, is_secret_key, item_is_secret, redact_text
 from agentsynth_kernel import secrets as _kernel_secrets
 
-try:  # public from the kernel version that has it (/tmp/kernel-requests/export-scrub.patch)
+try:  # public in a kernel that has it; with an older one, known_secrets() reads the kernel's set
     from agentsynth_kernel import known_secrets as _kernel_known_secrets
 except ImportError:
     _kernel_known_secrets = None
@@ -233,7 +234,7 @@ class Screen:
     - URL userinfo: see ``_URL_SHAPE``;
     - a secret-named key: the key holds one of ``_KEY_WORDS`` in ASCII, or one of ``FOLDED``; a word
       hit is dismissed only if the string it is in is not followed by ``:`` (a value), or is a key
-      that ``is_secret_key`` refuses.
+      that ``is_secret_key`` refuses, or is inside the value of a trajectory's ``tools`` (a schema).
 
     The search is leftmost-first and non-overlapping (the fast kind); a dismissed hit is followed by
     an overlapping search of its span when another pattern could start inside it.
