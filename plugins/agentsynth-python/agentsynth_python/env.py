@@ -270,10 +270,13 @@ class PythonEnvironment:
         world's device (memfds, deleted /tmp files: see :func:`unlinked_files`) count as memory."""
         used = memory_of(proc.namespace, pids)
         unnamed = sum(b for dev, b in held.items() if dev != self._world_dev)  # memfd, deleted /tmp files
-        if used + unnamed > self.spec.memory_bytes:
-            what = f" (of which {unnamed:,} in unlinked files or memfds)" if unnamed else ""
-            return (f"killed: the sandbox's processes used {used + unnamed:,} bytes of memory together{what}, more "
-                    f"than {self.spec.memory_bytes:,} (memory_bytes)")
+        queued = proc.socket_bytes(pids) if pids else 0
+        if used + unnamed + queued > self.spec.memory_bytes:
+            parts = [f"{unnamed:,} in unlinked files or memfds"] if unnamed else []
+            parts += [f"{queued:,} in socket buffers"] if queued else []
+            what = f" (of which {' and '.join(parts)})" if parts else ""
+            return (f"killed: the sandbox's processes used {used + unnamed + queued:,} bytes of memory together{what}, "
+                    f"more than {self.spec.memory_bytes:,} (memory_bytes)")
         entries = tmp_entries(pids)
         if entries > self.spec.max_files:
             return f"killed: /tmp held {entries:,} files and directories, more than {self.spec.max_files:,} (max_files)"

@@ -585,6 +585,7 @@ class Process:
         self._init: tuple[int, str] | None = None  # a container's init: (host pid, start time)
         self._oom_file: str | None = None  # a container's cgroup OOM-kill counter
         self._reaped = False
+        self.diag: Any = None  # the guard's sock_diag socket in this sandbox's network namespace
         if uid is not None:
             with _lock:
                 _uids.add(uid)
@@ -814,9 +815,25 @@ class Process:
             time.sleep(0.1 * 2 ** attempt)
         return False
 
+    def socket_bytes(self, pids: list[int]) -> int:
+        """Bytes queued in the socket buffers of the sandbox's network namespace (see sockets.py;
+        0 without root). The netlink socket is made once, from one of the sandbox's processes."""
+        from . import sockets
+
+        if self.diag is None and pids:
+            self.diag = sockets.diag_socket(pids[-1])
+        if self.diag is None:
+            return 0
+        try:
+            return sockets.socket_memory(self.diag)
+        except OSError:
+            return 0
+
     def kill(self) -> None:
         """Kill the whole sandbox: bwrap's group, then anything left in its pid namespace."""
         self.killed = True
+        if self.diag is not None:
+            self.diag.close()
         if self.container is not None:
             self._kill_container()
         _kill_group(self.proc)

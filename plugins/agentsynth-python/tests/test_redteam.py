@@ -366,3 +366,39 @@ def test_no_user_namespace_inside_so_no_unbounded_tmpfs(tmp_path, backend):
         assert verdict.passed, verdict.detail  # nor in a checker's sandbox
     finally:
         env.close()
+
+
+SOCKETS = """import socket, time
+pairs = []
+for _ in range(40):  # 40 socketpairs with 8 MB send buffers: ~320 MB of kernel memory, in no process
+    a, b = socket.socketpair()
+    a.setblocking(False)
+    a.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 2**30)
+    try:
+        while True:
+            a.send(b'x' * 65536)
+    except BlockingIOError:
+        pass
+    pairs.append((a, b))
+time.sleep(30)
+"""
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_socket_buffers_count_as_the_sandboxes_memory(tmp_path, backend):
+    from agentsynth_python.sandbox import privileged
+
+    if not privileged():
+        pytest.skip("socket buffers are measured in the sandbox's network namespace: that needs root")
+    env = PythonEnvironment(base_dir=tmp_path, isolation=backend, memory_bytes=128 * 2**20, wall_seconds=60)
+    try:
+        env.reset(0)
+        obs = run(env, SOCKETS)
+    finally:
+        env.close()
+    if backend == "bwrap":
+        assert obs.error and "in socket buffers" in obs.content and "memory_bytes" in obs.content, obs.content
+    else:  # the container's memory cgroup may charge them and kill first: either way the sandbox dies
+        assert obs.error and "killed" in obs.content, obs.content
+    own = os.stat("/proc/self/ns/net").st_ino  # every thread (the guards) is back in the host's namespace
+    assert {os.stat(f"/proc/self/task/{t}/ns/net").st_ino for t in os.listdir("/proc/self/task")} == {own}
