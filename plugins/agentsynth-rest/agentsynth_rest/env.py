@@ -656,11 +656,14 @@ def _without_cut_secret(body: bytes, forms: list[bytes]) -> bytes:
     hold (dropping them only on a match would tell the agent its guess of a prefix was right);
     a whole secret across that line is kept, to be masked whole."""
     end = max(0, len(body) - max(map(len, forms)) + 1)
-    for form in forms:
-        start = body.find(form, max(0, end - len(form) + 1))
-        while 0 <= start < end:
-            end = max(end, start + len(form))
-            start = body.find(form, start + 1)
+    moved = True
+    while moved:  # until no whole secret of any form crosses the line
+        moved = False
+        for form in forms:
+            start = body.find(form, max(0, end - len(form) + 1))
+            while 0 <= start < end:
+                end, moved = start + len(form), True
+                start = body.find(form, start + 1)
     return body[:end]
 
 
@@ -684,7 +687,6 @@ def _without_headers(op: Operation, reserved: set[str]) -> Operation:
 MAX_URL_CHARS = 32_768  # path and query of one call, encoded (httpx refuses past 65,536; servers far earlier)
 _ASCII_INTEGER = re.compile(r"-?[0-9]+")
 _HEADER_TEXT = re.compile(r"[\t\x20-\x7e]*")  # printable ASCII (httpx encodes header values as ASCII)
-
 
 
 def _scalar(value: Any, schema: dict[str, Any], where: str) -> str:
