@@ -187,6 +187,19 @@ async def test_a_credential_cut_by_the_cap_shows_none_of_its_characters(red):
     assert shown == set()
 
 
+@pytest.mark.parametrize(("body", "kept"), [
+    (b"x" * 20 + b"SECRET12"[:5], b"x" * 18),  # a cut secret's start: dropped with what may hold it
+    (b"x" * 30, b"x" * 23),  # the same bytes whatever they hold: no oracle for a guessed prefix
+    (b"x" * 10 + b"SECRET12" + b"yyyyy", b"x" * 10 + b"SECRET12"),  # a whole one across the line: kept, masked
+    (b"x" * 10 + b"SECRET12" + b"SECRET12"[:4], b"x" * 10 + b"SECRET12"),
+    (b"ab", b""),
+])
+def test_a_cut_answer_loses_exactly_the_bytes_that_could_start_a_secret(body, kept):
+    from agentsynth_rest.env import _without_cut_secret
+
+    assert _without_cut_secret(body, [b"SECRET12", b"SEC%2212"]) == kept
+
+
 async def test_a_credential_is_masked_in_its_json_escaped_and_url_encoded_forms(monkeypatch):
     key = 'k3y"w\\rd/0123456789'  # JSON escapes the quote and the backslash, a query the slash
     monkeypatch.setenv("REDTEAM_KEY", key)
