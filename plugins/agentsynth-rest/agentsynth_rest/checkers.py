@@ -21,6 +21,10 @@ from agentsynth_kernel import Trajectory, Verdict
 from .jsonpath import JsonPath
 
 _UNSET: Any = object()
+# what a rest_db query may bring back: a world the agent filled (rows, or one value built from all
+# of them) fails the check instead of taking the checker's memory
+MAX_ROWS = 100_000
+MAX_VALUE_BYTES = 64 * 2**20
 
 
 def same(actual: Any, expected: Any, tolerance: float = 0.0) -> bool:
@@ -200,7 +204,12 @@ class RestDbChecker:
             conn.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
             try:
                 conn.execute("PRAGMA trusted_schema = OFF")  # a view or trigger in the file runs no side effects
-                rows = [list(r) for r in conn.execute(self.query).fetchall()]
+                conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)  # one value past it: SQLITE_TOOBIG
+                fetched = conn.execute(self.query).fetchmany(MAX_ROWS + 1)
+                if len(fetched) > MAX_ROWS:
+                    return Verdict(self.name, False, 0.0, f"{self.db}: the query {self.query[:80]!r} returned more "
+                                   f"than {MAX_ROWS:,} rows")
+                rows = [list(r) for r in fetched]
             except sqlite3.Error as exc:
                 if time.monotonic() > deadline:
                     return Verdict(self.name, False, 0.0, f"the query ran past {self.check_seconds:g} s")

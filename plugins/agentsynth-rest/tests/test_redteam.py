@@ -618,3 +618,21 @@ async def test_path_tricks_stay_one_encoded_segment(value):
             assert path == "/items/" + value and path.count("/") == 2, path
     finally:
         await echo.close()
+
+
+async def test_rest_db_bounds_what_a_query_brings_back(red):
+    """A world the agent filled cannot take the checker's memory: past 100,000 rows, or one value
+    past 64 MB (a group_concat of everything), the check fails."""
+    from agentsynth_rest import checkers
+
+    conn = sqlite3.connect(red.world / "app.db")
+    conn.execute("CREATE TABLE t AS WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 100001) "
+                 "SELECT x FROM c")
+    conn.commit()
+    conn.close()
+    verdict = checker("rest_db", query="SELECT x FROM t", equals=[]).check(red, TRAJ)
+    assert not verdict.passed and f"more than {checkers.MAX_ROWS:,} rows" in verdict.detail
+    verdict = checker("rest_db", query="SELECT count(*) FROM t", equals=100001).check(red, TRAJ)
+    assert verdict.passed
+    verdict = checker("rest_db", query="SELECT length(zeroblob(100000000))", equals=100000000).check(red, TRAJ)
+    assert not verdict.passed and "too big" in verdict.detail
