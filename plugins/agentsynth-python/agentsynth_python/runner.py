@@ -38,7 +38,9 @@ def confine(config):
             resource.setrlimit(which, (value, hard))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     uid = config.get("uid")
-    ipc_limits(config["limits"].get("memory_bytes") or 2**30)
+    if config.get("namespaced"):  # never with isolation: none, where these are the HOST's
+        ipc_limits(config["limits"].get("memory_bytes") or 2**30)
+        pty_limit(config["limits"].get("max_processes") or 64)
     if uid is not None and os.getuid() == 0:
         os.setgroups([])
         os.setgid(uid)
@@ -90,6 +92,22 @@ def install_filter(program):
     libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p, ctypes.c_ulong, ctypes.c_ulong]
     if libc.prctl(22, 2, ctypes.byref(prog), 0, 0) != 0:  # PR_SET_SECCOMP, SECCOMP_MODE_FILTER
         raise SystemExit(f"agentsynth-python runner: cannot install the seccomp filter: {os.strerror(ctypes.get_errno())}")
+
+
+def pty_limit(count):
+    """At most ``count`` pseudo-terminals in the sandbox's own devpts: the kernel's pty limit
+    (kernel.pty.max, 4,096 less 1,024 reserved) is one for the whole host, and a sandbox opens
+    ~127 per process (RLIMIT_NOFILE), so one sandbox could leave none to any other sandbox or
+    container. A remount of bwrap's devpts instance while still root (privileged mode: the sandbox
+    uid cannot undo it); elsewhere it fails and nothing changes."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.mount(b"devpts", b"/dev/pts", b"devpts", 32 | 2 | 8,  # MS_REMOUNT | MS_NOSUID | MS_NOEXEC
+                   f"mode=620,ptmxmode=0666,max={count}".encode())
+    except Exception:
+        pass
 
 
 def private_fd(fd):

@@ -597,7 +597,7 @@ class Process:
         if isolation == "none":
             paths = sorted({os.path.dirname(p) for p, _ in packages})
         program = seccomp_program()
-        config = {"mode": mode, "limits": limits.runner(), "uid": uid, "cwd": cwd, "paths": paths,
+        config = {"mode": mode, "limits": limits.runner(), "uid": uid, "cwd": cwd, "paths": paths, "namespaced": inside,
                   "output_bytes": limits.output_bytes, "seccomp": program.hex() if program else None, **(extra or {})}
         runner = INSIDE_RUNNER if inside else str(RUNNER)
         python = runtime.python if isolation == "container" else exe

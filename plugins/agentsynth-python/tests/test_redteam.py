@@ -402,3 +402,37 @@ def test_socket_buffers_count_as_the_sandboxes_memory(tmp_path, backend):
         assert obs.error and "killed" in obs.content, obs.content
     own = os.stat("/proc/self/ns/net").st_ino  # every thread (the guards) is back in the host's namespace
     assert {os.stat(f"/proc/self/task/{t}/ns/net").st_ino for t in os.listdir("/proc/self/task")} == {own}
+
+
+def test_a_sandbox_opens_at_most_max_processes_ptys(make_env):
+    # kernel.pty.max is one count for the whole host: ~127 ptys per process (RLIMIT_NOFILE) times
+    # max_processes left none to any other sandbox or container
+    env = make_env(max_processes=16)
+    obs = run(env, "import pty\nfds = []\ntry:\n    for _ in range(100):\n        fds.append(pty.openpty())\n"
+                   "except OSError as exc:\n    print(exc)\nlen(fds)")
+    assert obs.content.endswith("\n16") and "out of pty devices" in obs.content, obs.content
+    again = shell(env, "grep devpts /proc/self/mountinfo; mount -o remount,max=4096 /dev/pts 2>&1; echo $?")
+    assert "max=16" in again.content and not again.content.rstrip().endswith("\n0"), again.content
+
+
+def _host_state() -> dict[str, str]:
+    names = ("shmmax", "shmall", "shm_rmid_forced", "shmmni", "msgmni", "sem")
+    state = {n: open(f"/proc/sys/kernel/{n}").read() for n in names}
+    state["pts"] = "".join(line for line in open("/proc/self/mountinfo") if " /dev/pts " in line)
+    return state
+
+
+@needs_bwrap  # isolation: none is tested where the sandbox is also available (as the suite does)
+def test_isolation_none_never_touches_the_hosts_ipc_limits_or_ptys(tmp_path):
+    # the runner bounds IPC and ptys of the sandbox's own namespaces while it is root; with
+    # isolation: none (root, no namespaces) those are the host's: an earlier version of this very
+    # fix wrote them
+    before = _host_state()
+    env = PythonEnvironment(base_dir=tmp_path, isolation="none")
+    try:
+        env.reset(0)
+        assert run(env, "1 + 1").content == "2"
+        assert PythonValue(expr="1", equals=1).check(env, None).passed
+    finally:
+        env.close()
+    assert _host_state() == before
