@@ -33,6 +33,7 @@ cannot hide a key from a pattern.
 from __future__ import annotations
 
 import bisect
+import collections
 import itertools
 import re
 from collections import Counter
@@ -43,13 +44,14 @@ from typing import Any
 import ahocorasick_rs
 import msgspec
 
-from agentsynth_kernel import REDACTED, EpisodeResult, is_secret_key, item_is_secret, redact_text
-from agentsynth_kernel import secrets as _kernel_secrets
-
-try:  # public in a kernel that has it; with an older one, known_secrets() reads the kernel's set
-    from agentsynth_kernel import known_secrets as _kernel_known_secrets
-except ImportError:
-    _kernel_known_secrets = None
+from agentsynth_kernel import (
+    REDACTED,
+    EpisodeResult,
+    is_secret_key,
+    item_is_secret,
+    known_secrets,
+    redact_text,
+)
 
 SEP = "\x00"
 BATCH_CHARS = 1 << 20
@@ -161,15 +163,6 @@ def exact(results: list[EpisodeResult], stats: Counter[str]) -> list[EpisodeResu
 
 
 # --- the screen ----------------------------------------------------------------------------------------
-
-
-def known_secrets() -> tuple[str, ...]:
-    """What ``redact_text`` masks by value now (remembered secrets and secret environment values),
-    longest first."""
-    if _kernel_known_secrets is not None:
-        return tuple(_kernel_known_secrets())
-    found = {*_kernel_secrets._known, *_kernel_secrets.env_secrets()}  # noqa: SLF001 - no public reader yet
-    return tuple(sorted((s for s in found if len(s) >= _kernel_secrets._MIN_SECRET), key=len, reverse=True))  # noqa: SLF001
 
 
 # The kernel patterns this screen is a superset of (tests/test_scrub_screen.py fails when one changes,
@@ -346,24 +339,37 @@ def _harmless_key(low: bytes, data: bytes, start: int, close: int, result: Episo
     return any(lo <= open_ < hi for lo, hi in memo[3])
 
 
+_recent_tools: collections.deque[bytes] = collections.deque(maxlen=8)  # encodings of recent records' tools
+
+
 def _tool_schema_spans(data: bytes, result: EpisodeResult | None) -> list[tuple[int, int]]:
-    """Where ``data`` (the encoding of ``result``) holds the value of a trajectory's ``tools`` (tool
-    JSON schemas: the exact path masks no key there). The value is found by its own encoding after an
-    unescaped ``"tools":``, which only a key named ``tools`` can be."""
-    spans = []
+    """Where ``data`` (the encoding of ``result``) holds the value of a key named ``tools`` (tool JSON
+    schemas: the exact path masks no key there). An unescaped ``"tools":`` can only be such a key; its
+    value is known when an encoding of tools (this record's, or a recent record's: the same tools recur
+    in every record of a run) follows it, since that is one whole JSON array."""
+    known = list(_recent_tools)
     traj = result.trajectory if result is not None else None
-    while traj is not None:
-        if traj.tools:
-            needle = b'"tools":' + _encode(traj.tools)
-            pos = data.find(needle)
-            while pos >= 0:
-                k = pos
-                while k > 0 and data[k - 1] == 0x5C:
-                    k -= 1
-                if (pos - k) % 2 == 0:
-                    spans.append((pos + 8, pos + len(needle)))
-                pos = data.find(needle, pos + 1)
-        traj = traj.user
+    spans: list[tuple[int, int]] = []
+    for attempt in range(2):
+        pos = data.find(b'"tools":')
+        while pos >= 0:
+            k = pos
+            while k > 0 and data[k - 1] == 0x5C:
+                k -= 1
+            if (pos - k) % 2 == 0:
+                for value in known:
+                    if data.startswith(value, pos + 8):
+                        spans.append((pos + 8, pos + 8 + len(value)))
+                        break
+            pos = data.find(b'"tools":', pos + 8)
+        if spans or attempt or traj is None:
+            return spans
+        known = []  # none of the recent ones: this record's own
+        while traj is not None:
+            if traj.tools:
+                known.append(_encode(traj.tools))
+                _recent_tools.append(known[-1])
+            traj = traj.user
     return spans
 
 

@@ -258,8 +258,10 @@ def test_a_tool_schema_property_named_password_is_kept_and_passes_the_screen():
     r = make_result("t", 0, True)
     r.trajectory.tools = [LOGIN]
     r.trajectory.user = msgspec.structs.replace(r.trajectory, user=None)  # a simulated user with the same tools
+    scrub_mod._recent_tools.clear()
+    assert not _screen_now().clean(_enc.encode(r))  # with neither the record nor a recent one's tools: no schema known
     assert screen_passes(r)
-    assert not _screen_now().clean(_enc.encode(r))  # without the record, the screen cannot tell a schema
+    assert _screen_now().clean(_enc.encode(r))  # the tools of a recent record are known
     [out], scrubber = scrubbed([r])
     assert out == reference(r) == _enc.encode(r) and scrubber.exact_records == 0
 
@@ -496,3 +498,16 @@ def test_differential_random_pieces_in_keys_and_values(planted):
     outs, scrubber = scrubbed(records)
     assert outs == [reference(r) for r in records]
     assert 200 < scrubber.exact_records < 1300, scrubber.exact_records  # both paths ran
+
+
+def test_records_with_other_tools_than_recent_ones_still_pass():
+    records = []
+    for i in range(12):  # more distinct tool lists than the screen keeps
+        r = make_result("t", i, True)
+        r.trajectory.tools = [ToolSpec(f"login{i}", "Log in", {"type": "object", "properties": {
+            "password": {"type": "string"}, f"p{i}": {"type": "string"}}})]
+        records.append(r)
+    for r in records + records[:3]:
+        assert screen_passes(r)
+    outs, scrubber = scrubbed(records)
+    assert outs == [reference(r) for r in records] and scrubber.exact_records == 0
