@@ -544,13 +544,13 @@ async def test_a_server_left_with_a_stuck_handler_ends_its_thread(tool):
     env = rest_env(app="hostile.py:create_app", openapi="hostile.yaml" if tool != "blockAfter" else "redteam.yaml",
                    call_seconds=0.5)
     await env.reset(0)
-    obs = await env.step(ToolCall(tool, {"s": 2.0} if tool == "blockAfter" else {}))
+    obs = await env.step(ToolCall(tool, {"s": 3.0} if tool == "blockAfter" else {}))
     if tool == "blockAfter":
         obs = await env.step(ToolCall("getCounter", {}))  # waits behind the blocked loop
     assert obs.error and "no complete answer" in obs.content
     slot = env._slot
     await env.close()
-    for _ in range(50):
+    for _ in range(80):
         if not slot.thread.is_alive():
             break
         await asyncio.sleep(0.1)
