@@ -43,11 +43,13 @@ from .sandbox import (
     death_reason,
     forget_world,
     memory_of,
+    owner_tag,
     package_paths,
     processes_in,
     register_world,
     release_uid,
     resolve_isolation,
+    stale_dirs,
     tmp_entries,
     unlinked_files,
 )
@@ -160,7 +162,8 @@ class PythonEnvironment:
     def reset(self, seed: int) -> Observation:
         self.close()
         self.seed, self.violation, self.notes, self.frozen, self.restarts = seed, "", [], False, 0
-        self._root = Path(tempfile.mkdtemp(prefix="agentsynth-python-"))
+        _sweep()
+        self._root = Path(tempfile.mkdtemp(prefix=f"agentsynth-python-{owner_tag()}-"))
         self.world = self._root / "world"
         self.world.mkdir()
         register_world(self._root)
@@ -485,6 +488,22 @@ def _reply(doc: Any) -> dict[str, Any] | None:
     return doc
 
 
+_last_sweep = 0.0
+
+
+def _sweep() -> None:
+    """Remove the worlds of agentsynth processes that died without closing them (at most once a
+    minute per process: a temporary directory can be large)."""
+    global _last_sweep
+    now = time.monotonic()
+    if _last_sweep and now - _last_sweep < 60:
+        return
+    _last_sweep = now
+    for path in stale_dirs():
+        with contextlib.suppress(OSError):
+            _remove(Path(path))
+
+
 def _remove(root: Path) -> None:
     """Delete a world, also one the agent made hard to delete: mode-000 directories, and nesting
     deeper than the recursion limit (``shutil.rmtree`` recursed: 1,500 nested directories, well
@@ -527,9 +546,14 @@ def _remove(root: Path) -> None:
 
 
 def _unlock_dir(name: str, dir_fd: int | None = None) -> None:
-    """Let the host list and empty a directory the agent made mode 000 (matters when not root)."""
+    """Let the host list and empty a directory the agent made mode 000 (matters when not root),
+    through an O_PATH descriptor: never a link put where the directory was."""
     with contextlib.suppress(OSError):
-        os.chmod(name, 0o700, dir_fd=dir_fd)
+        fd = os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=dir_fd)
+        try:
+            os.chmod(f"/proc/self/fd/{fd}", 0o700)
+        finally:
+            os.close(fd)
 
 
 class CheckError(RuntimeError):

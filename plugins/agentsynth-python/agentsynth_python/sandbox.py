@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import selectors
 import shutil
 import signal
@@ -622,7 +623,7 @@ class Process:
 
             variables["PATH"] = "/usr/local/bin:/usr/bin:/bin"
             self.container = container.container_name()
-            self._piddir = tempfile.mkdtemp(prefix="agentsynth-python-pid-")
+            self._piddir = tempfile.mkdtemp(prefix=f"agentsynth-python-pid-{owner_tag()}-")
             pidfile = os.path.join(self._piddir, "pid") if runtime.kind == "podman" else None
             argv = container.run_argv(runtime, name=self.container, world=world, writable=writable, limits=limits,
                                       uid=uid, packages=packages, runner=RUNNER, check_files=check_files,
@@ -921,6 +922,41 @@ def chown_tree(path: Path, uid: int | None) -> None:
     for root, dirs, files in os.walk(path):
         for name in dirs + files:
             os.chown(os.path.join(root, name), uid, uid, follow_symlinks=False)
+
+
+def owner_tag() -> str:
+    """``PID.START`` of this process: in the name of every directory it makes in the temporary
+    directory, so a later process can tell that its owner is gone (:func:`stale_dirs`)."""
+    return f"{os.getpid()}.{_start_time(os.getpid())}"
+
+
+_STALE = re.compile(r"agentsynth-python-(?:pid-)?(\d+)\.(\d+)-")
+
+
+def stale_dirs(where: str | None = None) -> list[str]:
+    """Worlds (and container pid directories) whose agentsynth process is gone: one killed by
+    SIGKILL (a trainer's worker, the OOM killer) closes nothing, and each world it had open held up
+    to ``max_world_bytes`` of the host's disk for good. Only plain directories of this user."""
+    where = where or tempfile.gettempdir()
+    found: list[str] = []
+    try:
+        entries = list(os.scandir(where))
+    except OSError:
+        return found
+    for entry in entries:
+        match = _STALE.match(entry.name)
+        if match is None:
+            continue
+        pid, start = int(match.group(1)), match.group(2)
+        if pid == os.getpid() or _start_time(pid) == start:
+            continue  # its owner is alive
+        try:
+            st = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        if stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid():  # never a link someone else planted
+            found.append(entry.path)
+    return found
 
 
 def register_world(path: Path) -> None:

@@ -436,3 +436,45 @@ def test_isolation_none_never_touches_the_hosts_ipc_limits_or_ptys(tmp_path):
     finally:
         env.close()
     assert _host_state() == before
+
+
+KILLED = """
+import sys
+from agentsynth_python import PythonEnvironment
+from agentsynth_kernel import ToolCall
+env = PythonEnvironment(isolation="bwrap")
+env.reset(0)
+env.step(ToolCall("python_exec", {"code": "open('big.bin', 'wb').write(b'x' * 2**20)"}))
+print(env._root, flush=True)
+sys.stdin.read()  # SIGKILLed here, without closing anything
+"""
+
+
+@needs_bwrap
+def test_the_world_of_a_sigkilled_agentsynth_is_swept(tmp_path):
+    # a SIGKILLed process (a trainer's worker, the OOM killer) closes nothing: each world it had
+    # open held up to max_world_bytes of the host's disk for good
+    import subprocess
+    import sys
+
+    from agentsynth_python.env import _sweep
+    from agentsynth_python.sandbox import stale_dirs
+
+    child = subprocess.Popen([sys.executable, "-c", KILLED], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    root = child.stdout.readline().strip()
+    assert os.path.isdir(root) and root not in stale_dirs()  # its owner is alive: never touched
+    child.kill()
+    child.wait()
+    assert root in stale_dirs()
+    bait = tmp_path / "bait"
+    bait.mkdir()
+    link = os.path.join(os.path.dirname(root), f"agentsynth-python-1.1-{os.getpid()}")
+    os.symlink(bait, link)  # a link someone planted with a dead owner's name: never followed
+    try:
+        import agentsynth_python.env as env_module
+
+        env_module._last_sweep = 0.0
+        _sweep()
+        assert not os.path.lexists(root) and bait.is_dir()
+    finally:
+        os.unlink(link)
