@@ -296,15 +296,18 @@ async def test_the_in_process_server_bounds_a_request_body_whoever_sends_it(red)
 # --- the tickets app -------------------------------------------------------------------------------
 
 
-async def test_the_tickets_app_takes_ascii_ids_only():
+async def test_the_tickets_app_takes_ascii_ids_and_whole_tags_only():
+    """Past the client's own checks (a raw request): the app's \\d took '٤' (as ticket 4), and its
+    tag pattern, matched with $, took 'bug\\n'."""
     import httpx
 
     env = rest_env(base_dir=TICKETS, app="app.py:create_app")
     await env.reset(0)
     try:
-        async with httpx.AsyncClient(trust_env=False) as client:  # past the client's own check
-            response = await client.get(f"{env.base_url}/tickets/\u0664")
-        assert response.status_code == 422
+        async with httpx.AsyncClient(trust_env=False) as client:
+            assert (await client.get(f"{env.base_url}/tickets/\u0664")).status_code == 422
+            assert (await client.put(f"{env.base_url}/tickets/4/tags/bug%0A")).status_code == 422
+            assert (await client.put(f"{env.base_url}/tickets/4/tags/bug")).status_code == 200
     finally:
         await env.close()
 

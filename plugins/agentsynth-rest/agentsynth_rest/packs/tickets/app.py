@@ -26,7 +26,7 @@ DOCUMENT = json.dumps(yaml.safe_load((HERE / "openapi.yaml").read_text())).encod
 STATUSES = ("open", "pending", "closed")
 PRIORITIES = ("low", "normal", "high", "urgent")
 MAX_BODY = 256 * 1024
-TAG = re.compile(r"^[a-z0-9][a-z0-9-]{0,31}$")
+TAG = re.compile(r"[a-z0-9][a-z0-9-]{0,31}")
 
 
 class HttpError(Exception):
@@ -260,7 +260,7 @@ class Helpdesk:
 
     def add_tag(self, conn: sqlite3.Connection, ticket_id: str, tag: str, **_: Any) -> tuple[int, Any]:
         row = self._ticket(conn, ticket_id)
-        if not TAG.match(tag):
+        if not TAG.fullmatch(tag):  # match() takes "bug\n" ($ matches before a final newline)
             raise HttpError(422, f"tag: expected lowercase letters, digits and '-', got {tag[:40]!r}")
         conn.execute("INSERT OR IGNORE INTO tags VALUES (?, ?)", (row["id"], tag))
         return 200, _ticket_row(conn, row)
