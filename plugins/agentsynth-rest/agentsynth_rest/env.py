@@ -474,6 +474,12 @@ class RestEnvironment:
         try:
             async with asyncio.timeout(self.spec.call_seconds):
                 request = client.build_request(method, path, params=params, headers=headers, content=content)
+                if (request.url.scheme, request.url.host, request.url.port) != (
+                        client.base_url.scheme, client.base_url.host, client.base_url.port):
+                    # paths come from the document and start with '/', so this never happens; if a
+                    # change let one through, the world's credentials would go with it elsewhere
+                    return Observation(f"error: {label}: {request.url.host}:{request.url.port} is not this world's "
+                                       "server; the request was not sent", error=True, data={"status": None})
                 if content is not None:
                     request.headers["content-type"] = "application/json"
                 response = await client.send(request, stream=True)

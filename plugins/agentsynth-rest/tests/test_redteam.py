@@ -639,3 +639,21 @@ async def test_rest_db_bounds_what_a_query_brings_back(red):
     assert verdict.passed
     verdict = checker("rest_db", query="SELECT length(zeroblob(100000000))", equals=100000000).check(red, TRAJ)
     assert not verdict.passed and "too big" in verdict.detail
+
+
+async def test_a_request_never_leaves_the_worlds_server_even_if_a_path_were_absolute(red):
+    """Held (and now guarded): tool and checker paths start with '/' (the document's, the
+    checker's), so httpx keeps them on the base URL; send() itself refuses any request whose
+    origin is not the world's, so the world's credentials can never travel with one elsewhere."""
+    from agentsynth_rest.exploits import canary
+
+    before = canary().hits
+    client = red.checker_client()
+    try:
+        obs = await red.send(client, "GET", f"{canary().url}/steal", [], {}, None)
+        assert obs.error and "is not this world's server; the request was not sent" in obs.content
+        obs = await red.send(client, "GET", f"//127.0.0.1:{canary().port}/steal", [], {}, None)
+        assert obs.data["status"] == 404 and "no route /steal" in obs.content  # httpx keeps it on the base URL
+    finally:
+        await client.aclose()
+    assert canary().hits == before
