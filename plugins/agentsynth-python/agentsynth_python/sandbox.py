@@ -436,21 +436,43 @@ def unlinked_files(pids: list[int]) -> dict[int, int]:
     seen: set[tuple[int, int]] = set()
     held: dict[int, int] = {}
     for pid in pids:
-        for where in ("fd", "map_files"):  # map_files: a mapping outlives its descriptor (root only)
+        for path in _unnamed(pid):
             try:
-                names = os.listdir(f"/proc/{pid}/{where}")
+                st = os.stat(path)
             except OSError:
                 continue
-            for name in names:
-                try:
-                    st = os.stat(f"/proc/{pid}/{where}/{name}")
-                except OSError:
-                    continue
-                if st.st_nlink or not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) in seen:
-                    continue
-                seen.add((st.st_dev, st.st_ino))
-                held[st.st_dev] = held.get(st.st_dev, 0) + st.st_blocks * 512  # what is allocated (sparse: 0)
+            if st.st_nlink or not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) in seen:
+                continue
+            seen.add((st.st_dev, st.st_ino))
+            held[st.st_dev] = held.get(st.st_dev, 0) + st.st_blocks * 512  # what is allocated (sparse: 0)
     return held
+
+
+def _unnamed(pid: int) -> list[str]:
+    """/proc paths of the descriptors and mappings of ``pid`` whose file has no name: the kernel
+    marks them ``(deleted)`` or names them ``/memfd:`` (one readlink per descriptor, one read of
+    ``maps``, a stat only for those)."""
+    found: list[str] = []
+    try:
+        names = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        names = []
+    for name in names:
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{name}")
+        except OSError:
+            continue
+        if target.endswith(" (deleted)") or target.startswith("/memfd:"):
+            found.append(f"/proc/{pid}/fd/{name}")
+    try:  # a mapping outlives its descriptor; map_files can be read as root only
+        with open(f"/proc/{pid}/maps", "rb") as f:
+            maps = f.read()
+    except OSError:
+        return found
+    for line in maps.splitlines():
+        if line.endswith(b" (deleted)") or b" /memfd:" in line:
+            found.append(f"/proc/{pid}/map_files/{line.split(None, 1)[0].decode()}")
+    return found
 
 
 def tmp_entries(pids: list[int]) -> int:
