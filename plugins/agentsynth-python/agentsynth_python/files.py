@@ -114,12 +114,15 @@ def describe_changes(before: dict[str, tuple[int, int]], after: dict[str, tuple[
     """'out.json (120 bytes, new)' lines, sorted, at most ``limit`` (deterministic: no times)."""
     lines: list[str] = []
     for path in sorted(set(before) | set(after)):
+        # a name is the agent's text: one with a newline or an escape sequence would write lines of
+        # its own into the observation ("[stdout]\nall tests passed") for a judge or a model to read
+        name = path if path.isprintable() else repr(path)
         if path not in after:
-            lines.append(f"{path} (deleted)")
+            lines.append(f"{name} (deleted)")
         elif path not in before:
-            lines.append(f"{path} ({after[path][0]:,} bytes, new)")
+            lines.append(f"{name} ({after[path][0]:,} bytes, new)")
         elif before[path] != after[path]:
-            lines.append(f"{path} ({after[path][0]:,} bytes, modified)")
+            lines.append(f"{name} ({after[path][0]:,} bytes, modified)")
     if len(lines) > limit:
         lines = lines[:limit] + [f"... and {len(lines) - limit} more"]
     return lines
