@@ -251,7 +251,8 @@ class Screen:
 
     def clean(self, data: bytes, result: EpisodeResult | None = None) -> bool:
         """True if the exact path would change nothing in the record ``result`` encoded as ``data``
-        (without ``result``, a secret-named property of a tool schema stops the record too)."""
+        (without ``result``, a secret-named property of a tool schema stops the record unless the same
+        tools were in a recent record)."""
         if len(data) > SCREEN_MAX_BYTES:
             return False  # the exact path: linear in the record, where a hit list need not be
         low = data.lower()
