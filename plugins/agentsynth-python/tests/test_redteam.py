@@ -486,3 +486,49 @@ def test_file_names_cannot_write_lines_into_the_observation(make_env):
                    "open(b'bad\\xffname'.decode('utf-8', 'surrogateescape'), 'w').write('1')")
     assert "all 12 tests passed" in obs.content and "\nall 12 tests passed" not in obs.content, obs.content
     assert "\x1b" not in obs.content and "\\udcff" in obs.content
+
+
+def test_kernel_surface_no_task_needs_is_refused(make_env):
+    env = make_env()
+    numbers = {"x86_64": [425, 321, 298, 323, 250, 248], "aarch64": [425, 280, 241, 282, 219, 217]}[os.uname().machine]
+    obs = run(env, "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\nout = []\n"
+                   f"for nr in {numbers!r}:\n    out.append((libc.syscall(nr, 0, 0, 0, 0, 0), ctypes.get_errno()))\nout")
+    assert obs.content == repr([(-1, 38)] * len(numbers)), obs.content  # ENOSYS: io_uring, bpf, perf, uffd, keys
+
+
+REACH = """import ctypes, os, signal, socket
+libc = ctypes.CDLL(None, use_errno=True)
+got = {}
+s = socket.socket(socket.AF_UNIX)
+try:
+    s.connect('\\0agentsynth-redteam-' + KEY)
+    got['abstract'] = 'connected'
+except OSError as exc:
+    got['abstract'] = exc.errno
+got['shm'] = libc.shmget(0x5EC2E7, 4096, 0)
+killed = 0
+for pid in range(2, 4096):
+    try:
+        os.kill(pid, 0)
+        if pid != os.getpid():
+            killed += 1
+    except OSError:
+        pass
+got['others'] = killed
+got
+"""
+
+
+def test_two_sandboxes_cannot_reach_each_other(make_env):
+    # an agent that shares a host with another episode (the other one's reward is its target too)
+    a, b = make_env(), make_env()
+    key = str(os.getpid())
+    held = run(a, "import ctypes, socket\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+                  "srv = socket.socket(socket.AF_UNIX)\n"
+                  f"srv.bind('\\0agentsynth-redteam-{key}')\nsrv.listen()\n"
+                  "libc.shmget(0x5EC2E7, 4096, 0o1666)")
+    assert held.content.isdigit(), held.content
+    obs = run(b, REACH.replace("KEY", repr(key)))
+    assert "'abstract': 111" in obs.content and "'shm': -1" in obs.content, obs.content  # ECONNREFUSED, ENOENT
+    assert "'others': 0" in obs.content or "'others': 1" in obs.content, obs.content  # only its own pid 1
+    assert run(a, "srv.fileno() > 0").content == "True"  # a is untouched
