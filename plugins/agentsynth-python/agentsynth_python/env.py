@@ -40,6 +40,7 @@ from .sandbox import (
     SandboxError,
     chown_tree,
     claim_uid,
+    cpu_seconds_of,
     death_reason,
     forget_world,
     memory_of,
@@ -156,12 +157,16 @@ class PythonEnvironment:
         self.task_id = str(getattr(task, "id", ""))
         self._world_dev = -1  # the device of the world directory (files deleted there are its disk)
         self._held_world = 0
+        self._in_call = False
+        self._idle_cpu = 0.0  # CPU seconds the sandbox used between calls, this episode
+        self._cpu_mark: tuple[Process, float] | None = None  # (sandbox, its CPU seconds when the last call ended)
 
     # --- Environment protocol (sync: the engine runs it on the episode's worker thread) ---------
 
     def reset(self, seed: int) -> Observation:
         self.close()
         self.seed, self.violation, self.notes, self.frozen, self.restarts = seed, "", [], False, 0
+        self._idle_cpu, self._cpu_mark, self._in_call = 0.0, None, False
         _sweep()
         self._root = Path(tempfile.mkdtemp(prefix=f"agentsynth-python-{owner_tag()}-"))
         self.world = self._root / "world"
@@ -252,7 +257,7 @@ class PythonEnvironment:
                 self.violation = self.violation or why
                 proc.terminate()
                 return
-            why = self._over_memory(proc, pids, held)
+            why = self._over_memory(proc, pids, held) or self._over_idle_cpu(proc, pids)
             if why:
                 self._killed_why = why
                 proc.terminate()
@@ -268,6 +273,36 @@ class PythonEnvironment:
         if self.proc is not None:
             self.proc.kill()
             self.proc = None
+
+    def _over_idle_cpu(self, proc: Process, pids: list[int]) -> str:
+        """Why the sandbox must be killed for the CPU it used between calls, or ''. A call is
+        bounded by wall_seconds; between calls a background process chain that forks before its
+        SIGXCPU ran forever, holding the host's cores while other episodes (and the run) starve."""
+        if self._in_call or proc is not self.proc:
+            return ""
+        used = cpu_seconds_of(pids)
+        if self._cpu_mark is None or self._cpu_mark[0] is not proc:
+            self._cpu_mark = (proc, used)
+            return ""
+        idle = self._idle_cpu + max(0.0, used - self._cpu_mark[1])
+        if idle > self.spec.cpu_seconds:
+            return (f"killed: its processes used {idle:.1f} CPU seconds between calls, more than "
+                    f"{self.spec.cpu_seconds} (cpu_seconds)")
+        return ""
+
+    def _call_starts(self) -> None:
+        """The CPU used since the last call ended counts as between calls."""
+        proc = self.proc
+        if proc is not None and proc.namespace is not None and self._cpu_mark is not None and self._cpu_mark[0] is proc:
+            used = cpu_seconds_of(processes_in({proc.namespace}))
+            self._idle_cpu += max(0.0, used - self._cpu_mark[1])
+        self._in_call = True
+
+    def _call_ends(self) -> None:
+        proc = self.proc
+        if proc is not None and proc.namespace is not None:
+            self._cpu_mark = (proc, cpu_seconds_of(processes_in({proc.namespace})))
+        self._in_call = False
 
     def _over_memory(self, proc: Process, pids: list[int], held: dict[int, int]) -> str:
         """Why the sandbox must be killed for the memory it holds, or ''. Unlinked files off the
@@ -305,17 +340,22 @@ class PythonEnvironment:
         if self.proc is None or not self.proc.alive():
             if self.proc is not None:
                 self._stop()
+            if self._killed_why:  # the guard killed it between calls: say why
+                notes.append(f"(the sandbox was {self._killed_why.removeprefix('killed: ')} and was killed)")
             self._start()
             self.restarts += 1
             notes.append("(a fresh Python process was started: variables of earlier calls are gone)")
         assert self.proc is not None
         limits = self.spec.limits
+        self._call_starts()
         try:
             self.proc.send(request)
             line, why = self.proc.read_line(time.monotonic() + limits.wall_seconds, 4 * limits.output_bytes + 200_000,
                                             tick=self._watchdog)
         except (BrokenPipeError, OSError):
             line, why = None, "eof"
+        finally:
+            self._call_ends()
         reply: dict[str, Any] | None = None
         if line is not None:
             try:

@@ -435,6 +435,24 @@ def memory_of(namespace: int | None, pids: list[int] | None = None) -> int:
     return total
 
 
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds_of(pids: list[int]) -> float:
+    """CPU seconds the sandbox's processes used, the dead ones included: each live process's own
+    time plus that of the children it reaped (orphans are reaped by the sandbox's pid 1, which is
+    one of ``pids``). RLIMIT_CPU bounds each process, not a chain of them that fork on SIGXCPU."""
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+            total += sum(int(x) for x in fields[11:15])  # utime stime cutime cstime
+        except (OSError, ValueError, IndexError):
+            continue
+    return total / _TICK
+
+
 def unlinked_files(pids: list[int]) -> dict[int, int]:
     """{device: bytes} of the files the sandbox's processes hold open or mapped that have no name
     left (deleted after opening, ``memfd_create``): no scan of a directory sees them, no rlimit

@@ -532,3 +532,20 @@ def test_two_sandboxes_cannot_reach_each_other(make_env):
     assert "'abstract': 111" in obs.content and "'shm': -1" in obs.content, obs.content  # ECONNREFUSED, ENOENT
     assert "'others': 0" in obs.content or "'others': 1" in obs.content, obs.content  # only its own pid 1
     assert run(a, "srv.fileno() > 0").content == "True"  # a is untouched
+
+
+def test_background_cpu_between_calls_is_bounded(make_env):
+    # RLIMIT_CPU bounds each process and wall_seconds each call; a chain that forks a fresh child on
+    # SIGXCPU, started in the background, held the host's cores between calls for ever
+    import time
+
+    env = make_env(cpu_seconds=2, wall_seconds=30)
+    started = run(env, "import subprocess\nfor _ in range(2):\n    subprocess.Popen(['sh', '-c', "
+                       "'trap \"sh -c \\\\\"while :; do :; done\\\\\" &\" XCPU; while :; do :; done'])\n'started'")
+    assert "started" in started.content, started.content
+    deadline = time.monotonic() + 60  # a bound on a hang, not a speed target
+    while env.proc is not None and env.proc.alive() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    obs = run(env, "1 + 1")
+    assert "CPU seconds between calls" in obs.content and "cpu_seconds" in obs.content, obs.content
+    assert obs.content.endswith("2")  # a fresh interpreter answers
