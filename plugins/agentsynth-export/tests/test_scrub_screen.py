@@ -20,7 +20,7 @@ import pytest
 
 from agentsynth_export import scrub as scrub_mod
 from agentsynth_export.exporters import JsonlExporter, OpenAIExporter
-from agentsynth_export.scrub import FOLDED, SCREENED_PATTERNS, Screen, Scrubber, known_secrets
+from agentsynth_export.scrub import FOLDED, Screen, Scrubber, known_secrets
 from agentsynth_kernel import (
     REDACTED,
     Answer,
@@ -121,18 +121,6 @@ def with_data(where: str, value: Any) -> EpisodeResult:
 
 
 # --- what the screen rests on: the kernel's patterns and msgspec's escaping -----------------------------
-
-
-def test_the_kernel_patterns_are_those_the_screen_was_written_for():
-    """A tripwire: when the kernel's redaction changes, the screen must be reviewed with it."""
-    from agentsynth_kernel import secrets as ks
-
-    for name, pattern in SCREENED_PATTERNS.items():
-        assert getattr(ks, name).pattern == pattern, f"agentsynth_kernel.secrets.{name} changed: review the screen"
-    assert ks._SECRET_KEY.flags & re.IGNORECASE
-    assert not ks._SECRET_VALUE.flags & re.IGNORECASE
-    assert ks._MIN_SECRET == 6
-    assert [m.lower().strip().encode() for m in ks._KEY_MARKERS if m != "Bearer "] == list(scrub_mod._MARKERS)
 
 
 def test_msgspec_escapes_only_quote_backslash_and_control_characters():
