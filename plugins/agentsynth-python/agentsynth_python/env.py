@@ -159,14 +159,15 @@ class PythonEnvironment:
         self._held_world = 0
         self._in_call = False
         self._idle_cpu = 0.0  # CPU seconds the sandbox used between calls, this episode
-        self._cpu_mark: tuple[Process, float] | None = None  # (sandbox, its CPU seconds when the last call ended)
+        self._calls = 0  # calls begun and ended (the guard counts a round as between calls if none did)
+        self._cpu_mark: tuple[Process, int, float] | None = None  # the guard's last round: (sandbox, calls, CPU s)
 
     # --- Environment protocol (sync: the engine runs it on the episode's worker thread) ---------
 
     def reset(self, seed: int) -> Observation:
         self.close()
         self.seed, self.violation, self.notes, self.frozen, self.restarts = seed, "", [], False, 0
-        self._idle_cpu, self._cpu_mark, self._in_call = 0.0, None, False
+        self._idle_cpu, self._cpu_mark, self._in_call, self._calls = 0.0, None, False, 0
         _sweep()
         self._root = Path(tempfile.mkdtemp(prefix=f"agentsynth-python-{owner_tag()}-"))
         self.world = self._root / "world"
@@ -277,31 +278,24 @@ class PythonEnvironment:
     def _over_idle_cpu(self, proc: Process, pids: list[int]) -> str:
         """Why the sandbox must be killed for the CPU it used between calls, or ''. A call is
         bounded by wall_seconds; between calls a background process chain that forks before its
-        SIGXCPU ran forever, holding the host's cores while other episodes (and the run) starve."""
-        if self._in_call or proc is not self.proc:
-            return ""
-        used = cpu_seconds_of(pids)
-        if self._cpu_mark is None or self._cpu_mark[0] is not proc:
-            self._cpu_mark = (proc, used)
-            return ""
-        idle = self._idle_cpu + max(0.0, used - self._cpu_mark[1])
-        if idle > self.spec.cpu_seconds:
-            return (f"killed: its processes used {idle:.1f} CPU seconds between calls, more than "
+        SIGXCPU ran forever, holding the host's cores while other episodes (and the run) starve.
+        Counted by the guard alone, over its rounds that no call began or ended in (a call pays
+        nothing for it)."""
+        used, calls = cpu_seconds_of(pids), self._calls
+        mark, self._cpu_mark = self._cpu_mark, (proc, calls, used)
+        if mark is not None and mark[0] is proc and mark[1] == calls and not self._in_call:
+            self._idle_cpu += max(0.0, used - mark[2])
+        if self._idle_cpu > self.spec.cpu_seconds:
+            return (f"killed: its processes used {self._idle_cpu:.1f} CPU seconds between calls, more than "
                     f"{self.spec.cpu_seconds} (cpu_seconds)")
         return ""
 
     def _call_starts(self) -> None:
-        """The CPU used since the last call ended counts as between calls."""
-        proc = self.proc
-        if proc is not None and proc.namespace is not None and self._cpu_mark is not None and self._cpu_mark[0] is proc:
-            used = cpu_seconds_of(processes_in({proc.namespace}))
-            self._idle_cpu += max(0.0, used - self._cpu_mark[1])
         self._in_call = True
+        self._calls += 1
 
     def _call_ends(self) -> None:
-        proc = self.proc
-        if proc is not None and proc.namespace is not None:
-            self._cpu_mark = (proc, cpu_seconds_of(processes_in({proc.namespace})))
+        self._calls += 1
         self._in_call = False
 
     def _over_memory(self, proc: Process, pids: list[int], held: dict[int, int]) -> str:
