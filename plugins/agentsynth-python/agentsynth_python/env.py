@@ -158,7 +158,7 @@ class PythonEnvironment:
         self._world_dev = -1  # the device of the world directory (files deleted there are its disk)
         self._held_world = 0
         self._in_call = False
-        self._idle_cpu = 0.0  # CPU seconds the sandbox used between calls, this episode
+        self._idle_cpu = 0.0  # CPU seconds the running sandbox used between calls
         self._calls = 0  # calls begun and ended (the guard counts a round as between calls if none did)
         self._cpu_mark: tuple[Process, int, float] | None = None  # the guard's last round: (sandbox, calls, CPU s)
 
@@ -242,6 +242,7 @@ class PythonEnvironment:
                                f"{detail or 'no error output'}")
         self._killed_why = ""
         self._held_world = 0
+        self._idle_cpu = 0.0  # a fresh sandbox, a fresh budget (a restart costs a call)
         proc = self.proc
         threading.Thread(target=self._guard, args=(proc,), daemon=True, name="agentsynth-python-guard").start()
 
