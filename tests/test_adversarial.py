@@ -86,6 +86,21 @@ def test_the_kit_names_every_exploit_that_farms_a_weak_pack(weak, host):
     assert all(task in {"trusts-words", "loose-number", "leaks"} for _, task in farmed)
 
 
+def test_an_attempt_that_leaves_its_episode_unscored_is_a_hole(sound, host):
+    """A world step that raises ends the episode as an environment error, not a failure: for an RL
+    policy a reward it can zero at will (to dodge a negative one), so the kit reports it like a pass."""
+    crash = Exploit("kv.crash", "crash the world's step", [{"tool": "fail", "arguments": {}}, {"answer": "done"}],
+                    tasks=("set-a",))
+    [outcome] = run_exploits(sound, [crash], host=host, timeout=5)
+    assert outcome.unscored and not outcome.farmed and not outcome.ok
+    with pytest.raises(AssertionError, match=r"kv.crash on task 'set-a': unscored \(environment error\)"):
+        assert_unfarmable(sound, [crash], host=host, timeout=5)
+    timeout = Exploit("kv.slow", "a call that sleeps", [{"tool": "sleep", "arguments": {"seconds": 0.01}},
+                                                         {"answer": "done"}], tasks=("set-a",))
+    [slow] = run_exploits(sound, [timeout], host=host, timeout=5)
+    assert not slow.unscored  # a plain failed attempt
+
+
 def test_replaying_another_tasks_transcript_does_not_pass(sound, host):
     [replay] = [e for e in GENERIC_EXPLOITS if e.name == "generic.replay_other_task"]
     outcomes = run_exploits(sound, [replay], host=host, timeout=5)

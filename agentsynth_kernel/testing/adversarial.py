@@ -70,11 +70,18 @@ class ExploitOutcome:
         return self.status == "passed"
 
     @property
+    def unscored(self) -> bool:
+        """The attempt left its episode unscored: the world's step or a checker raised. For an RL
+        policy that is a reward it can zero at will (e.g. to dodge a negative one), so it is a
+        hole like a pass; timeouts and budget stops are the run's, not the attempt's."""
+        return self.status == "error" and self.error_kind in ("environment", "checker")
+
+    @property
     def ok(self) -> bool:
-        return not self.farmed and not self.host_problem
+        return not self.farmed and not self.host_problem and not self.unscored
 
     def describe(self) -> str:
-        what = "PASSED (farmed)" if self.farmed else self.status
+        what = "PASSED (farmed)" if self.farmed else f"unscored ({self.error_kind} error)" if self.unscored else self.status
         host = f"; host touched: {self.host_problem}" if self.host_problem else ""
         return f"{self.exploit} on task {self.task_id!r}: {what}{host}" + (f" ({self.detail})" if self.detail else "")
 

@@ -40,6 +40,8 @@ class KVWorld:
     def step(self, call: ToolCall) -> Observation:
         args = call.arguments
         if call.name == "set":
+            if "key" not in args or "value" not in args:  # a malformed call is the agent's error, not a crash
+                return Observation("error: set needs 'key' and 'value'", error=True)
             self.data[str(args["key"])] = str(args["value"])
             return Observation("ok")
         if call.name == "get":
