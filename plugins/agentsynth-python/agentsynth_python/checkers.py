@@ -57,7 +57,7 @@ def equal(actual: Any, expected: Any, tolerance: float) -> bool:
     if isinstance(expected, dict):
         return isinstance(actual, dict) and actual.keys() == expected.keys() and all(
             equal(actual[k], expected[k], tolerance) for k in expected)
-    return actual == expected
+    return bool(actual == expected)
 
 
 def json_path(value: Any, path: str) -> Any:

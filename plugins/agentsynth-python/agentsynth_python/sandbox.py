@@ -613,7 +613,8 @@ def _popen(*args: Any, **kwargs: Any) -> subprocess.Popen[bytes]:
         if _SPAWNER is None:
             _SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agentsynth-python-spawner")
         spawner = _SPAWNER
-    return spawner.submit(subprocess.Popen, *args, **kwargs).result()
+    proc: subprocess.Popen[bytes] = spawner.submit(subprocess.Popen, *args, **kwargs).result()
+    return proc
 
 
 
