@@ -549,3 +549,30 @@ def test_background_cpu_between_calls_is_bounded(make_env):
     obs = run(env, "1 + 1")
     assert "CPU seconds between calls" in obs.content and "cpu_seconds" in obs.content, obs.content
     assert obs.content.endswith("2")  # a fresh interpreter answers
+
+
+def test_a_sandbox_that_makes_the_guard_dear_gets_at_most_a_third_of_a_core(make_env):
+    # the guard holds the GIL of the process every episode runs in, and the sandbox sets what a
+    # round costs (processes times descriptors: 64,000 readlinks here, ~0.6 s a round): a bound on
+    # its CPU, not a speed target (at a fixed 0.25 s pause it took 0.59 of a core, paced 0.34)
+    import threading
+    import time
+
+    before = {t.native_id for t in threading.enumerate()}
+    env = make_env(max_processes=64, max_open_files=4096, wall_seconds=60)
+    guard = next(t for t in threading.enumerate() if t.name == "agentsynth-python-guard" and t.native_id not in before)
+    obs = run(env, "import subprocess, sys\nchild = 'import time\\nfiles = [open(\"/dev/null\") for _ in range(4000)]\\n"
+                   "time.sleep(600)'\nkids = [subprocess.Popen([sys.executable, '-c', child]) for _ in range(16)]\n"
+                   "import time\ntime.sleep(2)\nlen(kids)")
+    assert obs.content.endswith("16"), obs.content
+
+    def cpu() -> float:
+        with open(f"/proc/self/task/{guard.native_id}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    start, wall = cpu(), time.monotonic()
+    time.sleep(6)
+    used = cpu() - start
+    assert env.proc is not None and env.proc.alive() and guard.is_alive()
+    assert used <= 0.45 * (time.monotonic() - wall), used
