@@ -56,7 +56,13 @@ def known_secrets() -> tuple[str, ...]:
     """Every value :func:`redact_text` masks by value right now (remembered secrets and secret
     environment values, 6 characters or more), longest first: what a fast pre-check on encoded output
     (agentsynth-export's scrub screen) must search for to stay exactly as strong as ``redact_text``."""
-    return tuple(sorted((s for s in {*_known, *env_secrets()} if len(s) >= _MIN_SECRET), key=len, reverse=True))
+    return tuple(_by_value())
+
+
+def _by_value(extra: Iterable[str] = ()) -> list[str]:
+    """The values masked by value (``extra``, remembered, from the environment; 6 characters or
+    more), longest first: one definition for :func:`redact_text` and :func:`known_secrets`."""
+    return sorted((s for s in {*extra, *_known, *env_secrets()} if len(s) >= _MIN_SECRET), key=len, reverse=True)
 
 
 def redact_bytes(data: bytes) -> bytes:
@@ -98,9 +104,8 @@ def env_secrets() -> list[str]:
 def redact_text(text: str, secrets: Iterable[str] = ()) -> str:
     """``text`` with the given secrets, secret environment values and key-shaped strings
     (``sk-…``, ``AKIA…``, ``ghp_…``, ``Bearer …``) replaced by ``<redacted>``."""
-    for secret in sorted({*secrets, *_known, *env_secrets()}, key=len, reverse=True):
-        if len(secret) >= _MIN_SECRET:
-            text = text.replace(secret, REDACTED)
+    for secret in _by_value(secrets):
+        text = text.replace(secret, REDACTED)
     if "://" in text and "@" in text:
         text = _URL_USERINFO.sub(lambda m: f"{m.group(1)}:{REDACTED}@", text)
     if not any(marker in text for marker in _KEY_MARKERS):  # a few C-speed scans instead of the regex
