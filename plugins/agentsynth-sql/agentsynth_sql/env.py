@@ -29,12 +29,12 @@ from .world import (
     diff_states,
     end_copy,
     keyed,
-    lenient_text,
     list_tables,
     open_copy,
     paired_changes,
     pristine,
     quote,
+    rows_by_rowid,
     scan,
     schema_changes,
     snapshot_for,
@@ -544,7 +544,7 @@ class SqlEnvironment:
                 keys = log.tables.get(table)
                 if keys:  # else no row of it changed
                     start[table] = {k: known[k] for k in keys if k in known}
-                    end[table], cols[table] = _rows_by_rowid(conn, table, keys), snap.columns[table]
+                    end[table], cols[table] = rows_by_rowid(conn, table, keys), snap.columns[table]
                 continue
             try:
                 rows, pk = scan(conn, table, limit=len(known) + self.spec.max_changes + 1)
@@ -621,21 +621,6 @@ class SqlEnvironment:
                     for conn in opened:
                         conn.close()
         return self._unexpected
-
-
-def _rows_by_rowid(conn: sqlite3.Connection, table: str, keys: set[int]) -> dict[Any, tuple[Any, ...]]:
-    """The rows of ``table`` with these rowids now, keyed by rowid (text that is not UTF-8 read as
-    :func:`~agentsynth_sql.world.scan` reads it)."""
-    sql = f"SELECT rowid, * FROM {quote(table)} WHERE rowid IN ({', '.join('?' * len(keys))})"
-    params = list(keys)
-    try:
-        rows = conn.execute(sql, params).fetchall()
-    except sqlite3.OperationalError as exc:
-        if "Could not decode to UTF-8" not in str(exc):
-            raise
-        with lenient_text(conn):
-            rows = conn.execute(sql, params).fetchall()
-    return {r[0]: r[1:] for r in rows}
 
 
 def _cell(value: Any, limit: int) -> str:

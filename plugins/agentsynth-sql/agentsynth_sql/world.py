@@ -17,14 +17,15 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import compress
-from operator import itemgetter, ne
+from operator import ne
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 
+_T = TypeVar("_T")
 DB_SUFFIXES = (".db", ".sqlite", ".sqlite3")
 
 # --- snapshots ------------------------------------------------------------------------------------
@@ -259,7 +260,7 @@ class RowLog:
 
 
 def _preupdate_api() -> Any:
-    """(install, pointer) for SQLite's pre-update hook through ctypes, or None where the library lacks
+    """(install, remove) for SQLite's pre-update hook through ctypes, or None where the library lacks
     it (built without SQLITE_ENABLE_PREUPDATE_HOOK) or the self-check below fails: then every diff
     scans whole tables, as before."""
     if os.environ.get("AGENTSYNTH_SQL_ROW_LOG", "1") == "0":
@@ -471,13 +472,26 @@ def scan(conn: sqlite3.Connection, table: str, limit: int | None = None) -> tupl
     table, ``(*cols)`` rows and the primary-key column indexes. Same content -> same list. With
     ``limit``, at most that many rows are read (a table holding more is cut there). TEXT that is not
     UTF-8 is read with its bad bytes replaced (see :func:`lenient_text`)."""
+    return _leniently(conn, lambda: _scan(conn, table, limit))
+
+
+def rows_by_rowid(conn: sqlite3.Connection, table: str, keys: Iterable[int]) -> dict[Any, tuple[Any, ...]]:
+    """The rows of a rowid table with these rowids now, keyed by rowid (``(*cols)`` values, text read
+    as :func:`scan` reads it)."""
+    params = list(keys)
+    sql = f"SELECT rowid, * FROM {quote(table)} WHERE rowid IN ({', '.join('?' * len(params))})"
+    return {r[0]: r[1:] for r in _leniently(conn, lambda: conn.execute(sql, params).fetchall())}
+
+
+def _leniently(conn: sqlite3.Connection, read: Callable[[], _T]) -> _T:
+    """``read()``, once more under :func:`lenient_text` when it meets TEXT that is not UTF-8."""
     try:
-        return _scan(conn, table, limit)
+        return read()
     except sqlite3.OperationalError as exc:
         if "Could not decode to UTF-8" not in str(exc):
             raise
     with lenient_text(conn):
-        return _scan(conn, table, limit)
+        return read()
 
 
 def _lenient(data: bytes) -> str:
@@ -636,16 +650,11 @@ def paired_changes(table: str, columns: tuple[str, ...], pairs: list[tuple[tuple
     by rowid: ``pairs`` of ``(start, end)`` rows that differ, and the end's ``inserted`` rows (rowids
     after every start row). In key order, as :func:`diff_states` reports them, without keying both
     states first."""
+    items: list[tuple[tuple[Any, ...] | None, tuple[Any, ...]]] = [*pairs, *((None, a) for a in inserted)]
+    if len(items) > 1:
+        items.sort(key=_end_key)
     out: list[Change] = []
-    if not inserted:  # updates only
-        for b, a in sorted(pairs, key=_pair_key) if len(pairs) > 1 else pairs:
-            update = _row_update(table, b[0], columns, columns, b[1:], a[1:])
-            if update is not None:
-                out.append(update)
-        return out
-    rows = sorted([(repr(b[0]), b, a) for b, a in pairs] + [(repr(a[0]), None, a) for a in inserted],
-                  key=itemgetter(0))
-    for _key, b, a in rows:
+    for b, a in items:
         if b is None:
             out.append(Change(table, "insert", a[0], after=_row_dict(columns, a[1:])))
             continue
@@ -655,8 +664,8 @@ def paired_changes(table: str, columns: tuple[str, ...], pairs: list[tuple[tuple
     return out
 
 
-def _pair_key(pair: tuple[tuple[Any, ...], tuple[Any, ...]]) -> str:
-    return repr(pair[0][0])  # diff_states' order of keys
+def _end_key(item: tuple[Any, tuple[Any, ...]]) -> str:
+    return repr(item[1][0])  # the end row's rowid (a pair's rows share it), in diff_states' order of keys
 
 
 def _row_dict(columns: tuple[str, ...], row: tuple[Any, ...]) -> dict[str, Any]:
