@@ -2,14 +2,42 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
+from agentsynth_kernel import Observation, ToolCall
+from agentsynth_python import PythonEnvironment
 from agentsynth_python.sandbox import probe
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 needs_bwrap = pytest.mark.skipif(bool(probe()), reason=f"no bwrap sandbox here: {probe()}")
+
+
+def run(env: PythonEnvironment, code: str) -> Observation:
+    return env.step(ToolCall("python_exec", {"code": code}))
+
+
+def shell(env: PythonEnvironment, command: str) -> Observation:
+    return env.step(ToolCall("shell", {"command": command}))
+
+
+def world_factory(**defaults: Any) -> Iterator[Callable[..., PythonEnvironment]]:
+    """A ``make_env`` fixture's body: ``make(**params)`` builds and resets a world with ``defaults``
+    under ``params``; every world made is closed at the end."""
+    made: list[PythonEnvironment] = []
+
+    def make(**params: Any) -> PythonEnvironment:
+        env = PythonEnvironment(**defaults, **params)
+        env.reset(0)
+        made.append(env)
+        return env
+
+    yield make
+    for env in made:
+        env.close()
 
 
 @functools.cache

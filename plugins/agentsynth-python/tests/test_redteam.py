@@ -8,36 +8,17 @@ import os
 
 import pytest
 
-from agentsynth_kernel import ToolCall
 from agentsynth_python import PythonEnvironment
 from agentsynth_python.checkers import PythonFile, PythonStdout, PythonValue
 from agentsynth_python.sandbox import probe
-from conftest import BACKENDS, needs_bwrap
-
-
-def run(env: PythonEnvironment, code: str):
-    return env.step(ToolCall("python_exec", {"code": code}))
-
-
-def shell(env: PythonEnvironment, command: str):
-    return env.step(ToolCall("shell", {"command": command}))
+from conftest import BACKENDS, needs_bwrap, run, shell, world_factory
 
 
 @pytest.fixture
 def make_env(tmp_path):
     if probe():
         pytest.skip(f"no bwrap sandbox here: {probe()}")
-    made: list[PythonEnvironment] = []
-
-    def make(**params) -> PythonEnvironment:
-        env = PythonEnvironment(base_dir=tmp_path, isolation="bwrap", check_seconds=10, **params)
-        env.reset(0)
-        made.append(env)
-        return env
-
-    yield make
-    for env in made:
-        env.close()
+    yield from world_factory(base_dir=tmp_path, isolation="bwrap", check_seconds=10)
 
 
 # --- the host parses the agent's bytes: a failed check, never an exception ----------------------

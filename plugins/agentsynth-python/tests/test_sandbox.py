@@ -15,15 +15,7 @@ import pytest
 from agentsynth_kernel import ToolCall
 from agentsynth_python import PythonEnvironment, SandboxError
 from agentsynth_python.sandbox import leaked_processes, probe, processes_in
-from conftest import BACKENDS, needs_bwrap
-
-
-def run(env: PythonEnvironment, code: str):
-    return env.step(ToolCall("python_exec", {"code": code}))
-
-
-def shell(env: PythonEnvironment, command: str):
-    return env.step(ToolCall("shell", {"command": command}))
+from conftest import BACKENDS, needs_bwrap, run, shell, world_factory
 
 
 @pytest.fixture(params=BACKENDS)
@@ -34,17 +26,7 @@ def backend(request) -> str:
 
 @pytest.fixture
 def make_env(tmp_path, backend):
-    made: list[PythonEnvironment] = []
-
-    def make(**params) -> PythonEnvironment:
-        env = PythonEnvironment(base_dir=tmp_path, isolation=backend, **params)
-        env.reset(0)
-        made.append(env)
-        return env
-
-    yield make
-    for env in made:
-        env.close()
+    yield from world_factory(base_dir=tmp_path, isolation=backend)
 
 
 def test_a_persistent_interpreter_shows_output_values_errors_and_files(make_env):
