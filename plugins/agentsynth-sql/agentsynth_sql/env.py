@@ -18,6 +18,7 @@ import attrs
 from agentsynth_kernel import InvalidValue, Observation, ToolCall, ToolSpec
 
 from .world import (
+    ANYTHING,
     AllowedChanges,
     Change,
     CheckBudget,
@@ -190,7 +191,9 @@ class SqlEnvironment:
         self._capped = False  # max_page_count is set before the agent's first writing statement
         self.allowed.check_against(self.snapshot, self.conn)
         self._start_marks = (self.conn.total_changes, self.snapshot.schema_version)
-        self.sandbox.written, self.sandbox.schema_touched, self.sandbox.analyzed = set(), False, False
+        sandbox = self.sandbox
+        sandbox.written, sandbox.updated, sandbox.inserted = set(), {}, set()
+        sandbox.schema_touched = sandbox.analyzed = False
         if self.budget.deadline is not None or self.budget.cancelled:  # used: the checks of a new episode get their own
             self.budget = CheckBudget(s.check_seconds, s.statement_memory)
         self._changes = self._unexpected = None
@@ -494,8 +497,9 @@ class SqlEnvironment:
                 return self._diffed()
         return self._changes
 
-    def _diffed(self) -> list[Change]:
-        """:meth:`changes`, with the check lock held."""
+    def _diffed(self, skip: frozenset[str] = frozenset()) -> list[Change]:
+        """:meth:`changes`, with the check lock held; of the tables not in ``skip`` when it names any
+        (that list is not kept as the changes)."""
         if self._diff_error is not None:
             raise CheckBudgetExceeded(self._diff_error)
         if self._changes is not None:
@@ -507,7 +511,10 @@ class SqlEnvironment:
             return self._changes
         self.budget.arm(conn, self.spec.check_budget)
         try:
-            self._changes = self._diff(conn, self.snapshot)
+            changes = self._diff(conn, self.snapshot, skip)
+            if not skip:
+                self._changes = changes
+            return changes
         except sqlite3.OperationalError as exc:
             try:
                 self._over_budget(exc, "the collateral diff")
@@ -520,9 +527,35 @@ class SqlEnvironment:
             raise
         finally:
             self.budget.disarm(conn)
-        return self._changes
 
-    def _diff(self, conn: sqlite3.Connection, snap: Snapshot) -> list[Change]:
+    def _proven(self) -> frozenset[str]:
+        """The tables whose changes the rules allow without reading a row of them: the row log says every
+        row of theirs the agent changed was updated in place (no insert, delete or rowid move), the
+        authorizer saw every column the agent's UPDATEs of them could set, and the table's rule allows
+        those columns on the rows its ``where`` matched at the start. In a world where something else can
+        write a row (DDL, triggers, foreign-key actions, generated columns, virtual tables: see
+        ``Snapshot.provable``), or when the log failed, none. With the end state chosen (end_state)."""
+        log, snap, sandbox = self.rows, self.snapshot, self.sandbox
+        if log is None or log.broken or snap is None or not self._end_live or snap.has_triggers:
+            return frozenset()
+        rules, proven = self.allowed.rules, []
+        for table, keys in log.tables.items():
+            rule = rules.get(table)
+            if rule is None or table not in snap.provable or table in log.overflow:
+                continue
+            if rule != ANYTHING:
+                columns = sandbox.updated.get(table)
+                if (table in log.reshaped or table in sandbox.inserted or not columns or rule.update is None
+                        or not ("*" in rule.update or columns.issubset(rule.update))):
+                    continue
+                if rule.where is not None:
+                    matched = snap.start_keys.get((table, rule.where))
+                    if matched is None or not keys <= matched:
+                        continue
+            proven.append(table)
+        return frozenset(proven)
+
+    def _diff(self, conn: sqlite3.Connection, snap: Snapshot, skip: frozenset[str] = frozenset()) -> list[Change]:
         schema = schema_changes(snap.catalog, self._end_catalog)
         full = bool(schema) or self.sandbox.schema_touched or snap.has_triggers
         # Same objects: only the tables the agent wrote (and their FK dependents) can differ; of an
@@ -534,7 +567,7 @@ class SqlEnvironment:
             touched = snap.affected(self.sandbox.written)
             if log is not None:
                 touched |= log.tables.keys() | log.overflow
-            tables = sorted(touched & set(snap.tables))
+            tables = sorted(touched.intersection(snap.tables).difference(skip))
         start, end, cols = {}, {}, {}
         unreadable: list[Change] = []
         updates: list[Change] = []  # of the tables whose scans pair up row by row, in table order
@@ -597,7 +630,11 @@ class SqlEnvironment:
         """The changes ``allowed_changes`` does not cover: collateral damage."""
         if self._unexpected is None:
             with self._check_lock:  # one hold for the diff and the rules
-                changes = self._diffed()
+                self.end_state()
+                proven = self._proven() if self._changes is None else frozenset()
+                changes = self._diffed(proven)
+                if proven and len(changes) + sum(len(self.rows.tables[t]) for t in proven) > self.spec.max_changes:  # type: ignore[union-attr]
+                    changes = self._diffed()  # the whole diff may stop at max_changes: it is the verdict
                 if not changes or self.allowed.anything:  # nothing to judge: no rule needs to read the world
                     self._unexpected = []
                     return self._unexpected

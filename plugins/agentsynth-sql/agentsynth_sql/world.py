@@ -49,6 +49,10 @@ class Snapshot:
     rows: int = 0  # rows in all tables
     start_keys: dict[tuple[str, str], set[Any]] = attrs.field(factory=dict, eq=False)  # (table, where) -> keys
     rowid_tables: frozenset[str] = frozenset()  # ordinary rowid tables (not WITHOUT ROWID, not virtual)
+    # rowid tables whose rows change in place only through an UPDATE naming the column: no generated
+    # column, no foreign key with an action, and no virtual table in the world (a module writes its
+    # shadow tables with statements of its own); see SqlEnvironment._proven
+    provable: frozenset[str] = frozenset()
     _scan_sets: dict[str, frozenset[tuple[Any, ...]]] = attrs.field(factory=dict, eq=False, init=False)
 
     @property
@@ -185,11 +189,15 @@ def _build(key: str, schema_sql: str, base_db: bytes | None, seed_sql: str, fore
         virtual = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' "
                                               "AND sql LIKE 'CREATE VIRTUAL TABLE%'")}
         plain = frozenset(t for t, (_rows, pk) in scanned.items() if pk is None and t not in virtual)
+        generated = {t for t in plain if any(c[6] in (2, 3) for c in conn.execute(f"PRAGMA table_xinfo({quote(t)})"))}
+        acting = set().union(*dependents.values())  # tables with a foreign key whose action writes them
+        provable = frozenset() if virtual else plain - generated - acting
         triggers = conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'trigger'").fetchone()[0]
         version = conn.execute("PRAGMA schema_version").fetchone()[0]
         return Snapshot(key, conn.serialize(), tuple(tables), "\n".join(lines), state, columns,
                         {k: frozenset(v) for k, v in dependents.items()}, bool(triggers), version, scans,
-                        catalog(conn), sum(len(v) for v in state.values()), rowid_tables=plain)
+                        catalog(conn), sum(len(v) for v in state.values()), rowid_tables=plain,
+                        provable=provable)
     finally:
         conn.close()
 
@@ -247,13 +255,15 @@ class RowLog:
     deletes, foreign-key actions and triggers included, and while it is set SQLite does not take
     DELETE's truncate shortcut. An update that moves a row logs both rowids. The collateral diff then
     reads only these rows of an ordinary rowid table instead of the whole table. ``broken`` (the hook
-    failed) or a table in ``overflow`` (more than ``limit`` rowids) sends the diff back to full scans."""
+    failed) or a table in ``overflow`` (more than ``limit`` rowids) sends the diff back to full scans.
+    ``reshaped``: the tables that saw anything but an update in place (an insert, a delete, a move)."""
 
-    __slots__ = ("tables", "overflow", "broken", "limit", "db")
+    __slots__ = ("tables", "overflow", "reshaped", "broken", "limit", "db")
 
     def __init__(self, limit: int, db: int) -> None:
         self.tables: dict[str, set[int]] = {}
         self.overflow: set[str] = set()
+        self.reshaped: set[str] = set()
         self.broken = False
         self.limit = limit
         self.db = db  # the connection's sqlite3 handle, what the hook is called with
@@ -280,6 +290,7 @@ def _preupdate_api() -> Any:
         autocommit.restype, autocommit.argtypes = ctypes.c_int, [ctypes.c_void_p]
     except (ImportError, OSError, AttributeError):
         return None
+    _INSERT, _UPDATE, _DELETE = sqlite3.SQLITE_INSERT, sqlite3.SQLITE_UPDATE, sqlite3.SQLITE_DELETE
     offset = object.__basicsize__  # a Connection's sqlite3* follows its object header (CPython's layout)
 
     def pointer(conn: sqlite3.Connection) -> int:
@@ -296,10 +307,14 @@ def _preupdate_api() -> Any:
             rows = log.tables.get(name)
             if rows is None:
                 rows = log.tables[name] = set()
-            if op != sqlite3.SQLITE_INSERT:
+            if op == _UPDATE and key1 == key2:
                 rows.add(key1)
-            if op != sqlite3.SQLITE_DELETE:
-                rows.add(key2)
+            else:
+                log.reshaped.add(name)
+                if op != _INSERT:
+                    rows.add(key1)
+                if op != _DELETE:
+                    rows.add(key2)
             if len(rows) > log.limit:
                 log.overflow.add(name)
                 rows.clear()  # the diff scans this table whole (and stops at max_changes)
@@ -323,7 +338,8 @@ def _preupdate_api() -> Any:
     # what a handful of statements change, exactly
     try:
         conn = sqlite3.connect(":memory:", isolation_level=None)
-        conn.executescript("CREATE TABLE t (id INTEGER PRIMARY KEY, v UNIQUE); INSERT INTO t VALUES (1, 'a'), (2, 'b'), (3, 'c')")
+        conn.executescript("CREATE TABLE t (id INTEGER PRIMARY KEY, v UNIQUE); INSERT INTO t VALUES (1, 'a'), (2, 'b'), (3, 'c'); "
+                           "CREATE TABLE u (id INTEGER PRIMARY KEY, w); INSERT INTO u VALUES (4, 0)")
         db = pointer(conn)
         if not db or total(db) != conn.total_changes or autocommit(db) != 1:
             return None
@@ -334,11 +350,12 @@ def _preupdate_api() -> Any:
             return None
         log = install(conn, 100)
         conn.executescript("UPDATE t SET v = 'z' WHERE id = 1; INSERT OR REPLACE INTO t VALUES (9, 'b'); "
-                           "UPDATE t SET id = 7 WHERE id = 3; DELETE FROM t WHERE id = 9")
+                           "UPDATE t SET id = 7 WHERE id = 3; DELETE FROM t WHERE id = 9; UPDATE u SET w = 1")
         seen = log.tables.get("t")
         remove(log)
         conn.execute("DELETE FROM t")  # logged nowhere
-        if seen != {1, 2, 3, 7, 9} or log.broken or conn.total_changes != total(db) or log.tables["t"] != seen:
+        if seen != {1, 2, 3, 7, 9} or log.broken or conn.total_changes != total(db) or log.tables["t"] != seen \
+                or log.tables.get("u") != {4} or log.reshaped != {"t"}:
             return None
         conn.close()
     except Exception:  # noqa: BLE001 - anything odd: no row log, whole-table scans
@@ -464,7 +481,13 @@ def list_tables(conn: sqlite3.Connection) -> list[str]:
 
 
 def table_columns(conn: sqlite3.Connection, table: str) -> tuple[str, ...]:
-    return tuple(r[1] for r in conn.execute(f"PRAGMA table_info({quote(table)})").fetchall())
+    """The columns ``SELECT *`` returns, in its order: generated ones too (``PRAGMA table_info`` leaves them
+    out, and every label after one would slip onto the wrong value), not a virtual table's hidden ones."""
+    return tuple(r[1] for r in _selected_columns(conn, table))
+
+
+def _selected_columns(conn: sqlite3.Connection, table: str) -> list[tuple[Any, ...]]:
+    return [r for r in conn.execute(f"PRAGMA table_xinfo({quote(table)})").fetchall() if r[6] != 1]
 
 
 def scan(conn: sqlite3.Connection, table: str, limit: int | None = None) -> tuple[list[tuple[Any, ...]], list[int] | None]:
@@ -518,7 +541,7 @@ def _scan(conn: sqlite3.Connection, table: str, limit: int | None) -> tuple[list
     except sqlite3.OperationalError as exc:  # WITHOUT ROWID: key by the primary key
         if "rowid" not in str(exc):
             raise
-        info = conn.execute(f"PRAGMA table_info({quote(table)})").fetchall()
+        info = _selected_columns(conn, table)  # indexes into SELECT *'s values
         pk = [i for i, c in enumerate(info) if c[5]] or list(range(len(info)))
         cur = conn.execute(f"SELECT * FROM {quote(table)}")
     return (cur.fetchall() if limit is None else cur.fetchmany(limit)), pk
@@ -890,6 +913,10 @@ class Sandbox:
         self.ticks = 0
         self.interrupted = False
         self.written: set[str] = set()  # tables the agent's statements were prepared to write
+        # per table, the columns an UPDATE of the agent's was prepared to set; the tables an INSERT was
+        # prepared for (an upsert's DO UPDATE columns are not authorized as updates)
+        self.updated: dict[str, set[str | None]] = {}
+        self.inserted: set[str] = set()
         self.schema_touched = False  # any CREATE / DROP / ALTER, in any schema (temp triggers included)
         self.analyzed = False  # ANALYZE ran (it creates a table too), or sqlite_stat* was written
         self.statement_ddl = False  # the statement being prepared does DDL
@@ -965,6 +992,13 @@ class Sandbox:
             if arg1 in STAT_TABLES:  # the planner's statistics (an ANALYZE's own too): the live connection keeps
                 self.analyzed = True  # the ones it loaded, a copy reads what the bytes hold
             self.written.add(arg1)
+            if action == sqlite3.SQLITE_UPDATE:
+                columns = self.updated.get(arg1)
+                if columns is None:
+                    columns = self.updated[arg1] = set()
+                columns.add(arg2)
+            elif action == sqlite3.SQLITE_INSERT:
+                self.inserted.add(arg1)
         if self.readonly:
             if action in _WRITE_ACTIONS:
                 return self._deny("sql_query is read-only; use sql_execute to change data")

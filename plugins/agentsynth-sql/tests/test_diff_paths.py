@@ -157,3 +157,23 @@ def test_foreign_key_dependents_are_found_whatever_case_the_references_clause_sp
     assert not env.run(ToolCall("sql_execute", {"sql": "DELETE FROM parent WHERE id = 1"})).error
     assert {(c.table, c.op) for c in env.unexpected_changes()} == {("kids", "delete")}
     env.shutdown()
+
+
+@pytest.mark.parametrize("row_log", [True, False], ids=["row-log", "whole-scans"])
+def test_a_generated_column_does_not_hide_the_change_of_the_column_after_it(row_log: bool,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """``SELECT *`` returns generated columns and ``PRAGMA table_info`` leaves them out: labelled from
+    table_info, the value after a generated column went unlabelled and its change unseen."""
+    if not row_log:
+        monkeypatch.setattr(env_module, "watch_rows", lambda conn, limit: None)
+    schema = ("CREATE TABLE t (id INTEGER PRIMARY KEY, a INTEGER, g AS (a * 2), b TEXT);"
+              "CREATE TABLE w (k TEXT, g AS (upper(k)) STORED, v INTEGER, PRIMARY KEY (k, v)) WITHOUT ROWID;")
+    env = SqlEnvironment(SqlEnvSpec(schema=schema, seed="INSERT INTO t (id, a, b) VALUES (1, 1, 'x');"
+                                    "INSERT INTO w (k, v) VALUES ('p', 1)", allowed_changes={"t": ["a"]}))
+    env.start(0)
+    assert not env.run(ToolCall("sql_execute", {"sql": "UPDATE t SET b = 'changed' WHERE id = 1"})).error
+    assert not env.run(ToolCall("sql_execute", {"sql": "UPDATE w SET v = 2"})).error
+    got = [(c.table, c.op, c.key, c.columns) for c in env.unexpected_changes()]
+    assert got == [("t", "update", 1, ("b",)), ("w", "delete", ("p", 1), ()), ("w", "insert", ("p", 2), ())]
+    assert [c.to_dict() for c in env.changes()] == truth(env)
+    env.shutdown()
