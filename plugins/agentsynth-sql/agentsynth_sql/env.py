@@ -555,6 +555,15 @@ class SqlEnvironment:
             proven.append(table)
         return frozenset(proven)
 
+    def _all_proven(self, proven: frozenset[str]) -> bool:
+        """Whether the diff of the tables not in ``proven`` (see :meth:`_diff`) has nothing to read: each
+        is a rowid table of which no row was logged."""
+        log, snap = self.rows, self.snapshot
+        assert log is not None and snap is not None
+        tables = log.tables.keys() | log.overflow | snap.affected(self.sandbox.written)
+        return all(t in proven or (t in snap.rowid_tables and t not in log.overflow and not log.tables.get(t))
+                   for t in tables.intersection(snap.tables))
+
     def _diff(self, conn: sqlite3.Connection, snap: Snapshot, skip: frozenset[str] = frozenset()) -> list[Change]:
         schema = schema_changes(snap.catalog, self._end_catalog)
         full = bool(schema) or self.sandbox.schema_touched or snap.has_triggers
@@ -632,7 +641,10 @@ class SqlEnvironment:
             with self._check_lock:  # one hold for the diff and the rules
                 self.end_state()
                 proven = self._proven() if self._changes is None else frozenset()
-                changes = self._diffed(proven)
+                if proven and self._all_proven(proven):
+                    changes: list[Change] = []
+                else:
+                    changes = self._diffed(proven)
                 if proven and len(changes) + sum(len(self.rows.tables[t]) for t in proven) > self.spec.max_changes:  # type: ignore[union-attr]
                     changes = self._diffed()  # the whole diff may stop at max_changes: it is the verdict
                 if not changes or self.allowed.anything:  # nothing to judge: no rule needs to read the world
