@@ -528,41 +528,43 @@ class SqlEnvironment:
         finally:
             self.budget.disarm(conn)
 
-    def _proven(self) -> frozenset[str]:
-        """The tables whose changes the rules allow without reading a row of them: the row log says every
-        row of theirs the agent changed was updated in place (no insert, delete or rowid move), the
-        authorizer saw every column the agent's UPDATEs of them could set, and the table's rule allows
-        those columns on the rows its ``where`` matched at the start. In a world where something else can
-        write a row (DDL, triggers, foreign-key actions, generated columns, virtual tables: see
-        ``Snapshot.provable``), or when the log failed, none. With the end state chosen (end_state)."""
+    def _proven(self) -> tuple[frozenset[str], bool, int]:
+        """``(tables, complete, rows)``: the tables whose changes the rules allow without reading a row of
+        them, whether they are all the diff would read, and how many rows of theirs were logged.
+
+        A table is proven when the row log says every row of its the agent changed was updated in place
+        (no insert, delete or rowid move), the authorizer saw every column the agent's UPDATEs of it
+        could set, and the table's rule allows those columns on the rows its ``where`` matched at the
+        start. None is in a world where something else can write a row (DDL, triggers, foreign-key
+        actions, generated columns, virtual tables: see ``Snapshot.provable``), or when the log failed.
+        With the end state chosen (end_state)."""
         log, snap, sandbox = self.rows, self.snapshot, self.sandbox
         if log is None or log.broken or snap is None or not self._end_live or snap.has_triggers:
-            return frozenset()
-        rules, proven = self.allowed.rules, []
+            return frozenset(), False, 0
+        rules, updated = self.allowed.rules, sandbox.updated
+        proven: list[str] = []
+        complete, rows = True, 0
         for table, keys in log.tables.items():
             rule = rules.get(table)
             if rule is None or table not in snap.provable or table in log.overflow:
+                complete = False
                 continue
             if rule != ANYTHING:
-                columns = sandbox.updated.get(table)
+                columns = updated.get(table)
                 if (table in log.reshaped or table in sandbox.inserted or not columns or rule.update is None
                         or not ("*" in rule.update or columns.issubset(rule.update))):
+                    complete = False
                     continue
                 if rule.where is not None:
                     matched = snap.start_keys.get((table, rule.where))
                     if matched is None or not keys <= matched:
+                        complete = False
                         continue
             proven.append(table)
-        return frozenset(proven)
-
-    def _all_proven(self, proven: frozenset[str]) -> bool:
-        """Whether the diff of the tables not in ``proven`` (see :meth:`_diff`) has nothing to read: each
-        is a rowid table of which no row was logged."""
-        log, snap = self.rows, self.snapshot
-        assert log is not None and snap is not None
-        tables = log.tables.keys() | log.overflow | snap.affected(self.sandbox.written)
-        return all(t in proven or (t in snap.rowid_tables and t not in log.overflow and not log.tables.get(t))
-                   for t in tables.intersection(snap.tables))
+            rows += len(keys)
+        if complete:  # the diff would also scan a written table that is not a rowid table (or a dependent)
+            complete = all(t in snap.rowid_tables for t in snap.affected(sandbox.written) if t in snap.state)
+        return frozenset(proven), complete, rows
 
     def _diff(self, conn: sqlite3.Connection, snap: Snapshot, skip: frozenset[str] = frozenset()) -> list[Change]:
         schema = schema_changes(snap.catalog, self._end_catalog)
@@ -640,12 +642,9 @@ class SqlEnvironment:
         if self._unexpected is None:
             with self._check_lock:  # one hold for the diff and the rules
                 self.end_state()
-                proven = self._proven() if self._changes is None else frozenset()
-                if proven and self._all_proven(proven):
-                    changes: list[Change] = []
-                else:
-                    changes = self._diffed(proven)
-                if proven and len(changes) + sum(len(self.rows.tables[t]) for t in proven) > self.spec.max_changes:  # type: ignore[union-attr]
+                proven, complete, rows = self._proven() if self._changes is None else (frozenset(), False, 0)
+                changes: list[Change] = [] if complete else self._diffed(proven)
+                if proven and len(changes) + rows > self.spec.max_changes:
                     changes = self._diffed()  # the whole diff may stop at max_changes: it is the verdict
                 if not changes or self.allowed.anything:  # nothing to judge: no rule needs to read the world
                     self._unexpected = []

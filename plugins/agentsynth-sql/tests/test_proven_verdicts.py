@@ -66,7 +66,7 @@ def judged(env: SqlEnvironment, *, proofs: bool) -> list[dict[str, Any]]:
     env._unexpected = None
     env._changes = None
     if not proofs:
-        env._proven = lambda: frozenset()  # type: ignore[method-assign]
+        env._proven = lambda: (frozenset(), False, 0)  # type: ignore[method-assign]
     try:
         return [c.to_dict() for c in env.unexpected_changes()]
     finally:
@@ -98,7 +98,7 @@ def test_the_proofs_are_taken_in_the_common_case() -> None:
     env = play({"items": {"update": ["qty"], "where": "id <= 6"}, "owners": ["name"]},
                ["UPDATE items SET qty = qty + 1 WHERE id IN (2, 5)", "UPDATE owners SET name = 'x' WHERE id = 3"])
     env.end_state()
-    assert env._proven() == {"items", "owners"}
+    assert env._proven() == ({"items", "owners"}, True, 3)
     assert env.unexpected_changes() == []
     assert env._changes is None  # no row was read for the verdict
     assert [(c.table, c.key, c.columns) for c in env.changes()] == [
