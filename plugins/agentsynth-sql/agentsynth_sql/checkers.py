@@ -95,6 +95,7 @@ def _norm(value: Any) -> Any:
 
 
 _KEPT = frozenset({int, str, bytes, type(None)})  # what _norm returns unchanged
+_KEPT_JSON = frozenset({int, float, str, bool, type(None)})  # what _jsonable returns unchanged
 
 
 def _norm_row(row: Any) -> Any:
@@ -134,7 +135,8 @@ class SqlChecker:
         self.tolerance, self.collateral, self.name = tolerance, collateral, name or "sql"
         # what every episode compares with, normalised once (a checker is reused across episodes)
         self._expect = [_norm(e) for e in expect] if isinstance(expect, list) else _norm(expect)
-        self._expect_keys = Counter(map(_key, self._expect)) if isinstance(expect, list) else None
+        # a multiset as the sorted reprs of its items: equal lists of them, equal multisets
+        self._expect_keys = sorted(map(_key, self._expect)) if isinstance(expect, list) else None
         self._scalars = isinstance(expect, list) and bool(expect) and all(not isinstance(e, list) for e in expect)
         self._shown = _show(self._expect)  # as every verdict's detail shows it
 
@@ -153,12 +155,13 @@ class SqlChecker:
         expect, op = self._expect, self.op
         if op in ("eq", "ne"):
             if isinstance(expect, list):
-                # counts of an iterable hold no zero: dict equality (in C) is Counter's multiset equality
-                same = actual == expect if self.ordered else dict.__eq__(Counter(map(_key, actual)), self._expect_keys)
+                keys = list(map(_key, actual))  # each item's repr once: the comparison's and the detail's
+                same = actual == expect if self.ordered else sorted(keys) == self._expect_keys
+                shown = _show_keys(keys)
             else:
-                same = self._close(actual, expect)
+                same, shown = self._close(actual, expect), _show(actual)
             ok = same if op == "eq" else not same
-            return ok, f"got {_show(actual)}, expected {'' if op == 'eq' else 'not '}{self._shown}"
+            return ok, f"got {shown}, expected {'' if op == 'eq' else 'not '}{self._shown}"
         if op in ("contains", "not_contains"):
             have = Counter(map(_key, actual))
             missing = [e for e in expect if have[_key(e)] == 0]
@@ -214,8 +217,16 @@ def _show(value: Any, limit: int = 10) -> str:
     return repr(value)
 
 
+def _show_keys(keys: list[str], limit: int = 10) -> str:
+    """:func:`_show` of a list, from its items' reprs."""
+    more = f", ... {len(keys) - limit} more" if len(keys) > limit else ""
+    return "[" + ", ".join(keys[:limit]) + more + "]"
+
+
 def _jsonable(value: Any) -> Any:
     if isinstance(value, tuple | list):
+        if all(map(_KEPT_JSON.__contains__, map(type, value))):  # the common row: no call per value
+            return list(value)
         return [_jsonable(v) for v in value]
     if isinstance(value, bytes):
         return f"<{len(value)} bytes>"
