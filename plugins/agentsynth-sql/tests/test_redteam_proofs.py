@@ -441,3 +441,37 @@ def test_hole_rowid_column_hides_a_change_from_the_whole_diff() -> None:
     env._changes = env._unexpected = None
     assert len(env.unexpected_changes()) == 1
     env.shutdown()
+
+
+# A WITHOUT ROWID table with a column named rowid: ``SELECT rowid`` works (it is the column), so the world
+# takes it for a rowid table; the row log records key 0 for its rows (a WITHOUT ROWID row has no rowid) and
+# the diff reads "rowid IN (0)": every insert, delete and update of the table is unseen.
+NO_ROWID_SCHEMA = "CREATE TABLE w (rowid TEXT PRIMARY KEY, v TEXT, n INTEGER) WITHOUT ROWID;"
+NO_ROWID_SEED = "INSERT INTO w VALUES ('a', 'x', 1), ('b', 'y', 2);"
+
+
+@pytest.mark.xfail(strict=True, reason="hole: a WITHOUT ROWID table with a column named rowid is taken for a rowid "
+                                       "table: the row log's key 0 reads no row, the delete is unseen")
+@pytest.mark.parametrize(("sql", "expected"), [
+    ("DELETE FROM w WHERE n = 1", {("w", "delete", ("a",))}),
+    ("UPDATE w SET n = 5 WHERE rowid = 'b'", {("w", "update", ("b",))}),
+    ("INSERT INTO w VALUES ('c', 'z', 3)", {("w", "insert", ("c",))}),
+], ids=["delete", "update", "insert"])
+def test_hole_without_rowid_table_with_a_rowid_column(sql: str, expected: Verdict) -> None:
+    env = play({"w": ["v"]}, [sql], schema=NO_ROWID_SCHEMA, seed=NO_ROWID_SEED)
+    assert verdict(env) == expected
+    both(env)
+    env.shutdown()
+
+
+@pytest.mark.xfail(strict=True, reason="hole: columns named rowid, oid and _rowid_: SELECT rowid reads the column, "
+                                       "the logged rowid 2 reads the row whose column is 2, the change is unseen")
+def test_hole_rowid_table_declaring_every_spelling_of_the_rowid() -> None:
+    """Columns named rowid, oid and _rowid_: no SQL reaches the rowid (the fix keys such a table by all
+    its columns, as a WITHOUT ROWID table without a primary key). A change no rule allows must be seen."""
+    env = play({"t": ["v"]}, ["UPDATE t SET oid = 'changed' WHERE v = 'b'"],
+               schema="CREATE TABLE t (rowid INTEGER, oid TEXT, _rowid_ TEXT, v TEXT);",
+               seed="INSERT INTO t VALUES (2, 'x', 'y', 'a'), (1, 'x', 'y', 'b');")
+    assert [c.op for c in env.unexpected_changes()] != []
+    both(env)
+    env.shutdown()
