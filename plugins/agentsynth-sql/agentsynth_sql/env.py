@@ -26,6 +26,7 @@ from .world import (
     RowLog,
     Sandbox,
     Snapshot,
+    cap_size,
     catalog,
     diff_states,
     end_copy,
@@ -313,13 +314,14 @@ class SqlEnvironment:
 
     def _cap_size(self) -> None:
         """The database (and the temp tables) may not grow past max_db_bytes, and the rows the agent
-        changes are logged. Set before the first writing call, not at reset: the cap makes SQLite parse
-        the schema, which an episode without a statement never needs."""
+        changes are logged. Set before the first writing call, not at reset: a read-only episode needs
+        neither (and the PRAGMA, where the in-memory file's limit cannot be set, parses the schema)."""
         assert self.conn is not None and self.snapshot is not None
         pages = max(1, self.spec.max_db_bytes // self.snapshot.page_size)
-        # the agent cannot run PRAGMAs; executescript: no cursor for a row nobody reads (and no open
-        # transaction to commit: this runs before the agent's first statement)
-        self.conn.executescript(f"PRAGMA main.max_page_count = {pages}")
+        if not cap_size(self.conn, pages * self.snapshot.page_size):  # the in-memory file's own limit
+            # the agent cannot run PRAGMAs; executescript: no cursor for a row nobody reads (and no open
+            # transaction to commit: this runs before the agent's first statement)
+            self.conn.executescript(f"PRAGMA main.max_page_count = {pages}")
         self.rows = watch_rows(self.conn, self.spec.max_changes)  # only sql_execute can change a row
         self._capped = True
         self.sandbox.temp_guard = True  # the temp schema is capped when a statement first uses it

@@ -270,9 +270,10 @@ class RowLog:
 
 
 def _preupdate_api() -> Any:
-    """(install, remove) for SQLite's pre-update hook through ctypes, or None where the library lacks
-    it (built without SQLITE_ENABLE_PREUPDATE_HOOK) or the self-check below fails: then every diff
-    scans whole tables, as before."""
+    """(install, remove, cap) for SQLite's pre-update hook through ctypes, or None where the library
+    lacks it (built without SQLITE_ENABLE_PREUPDATE_HOOK) or the self-check below fails: then every
+    diff scans whole tables, as before. ``cap`` is None when the in-memory database's own size limit
+    cannot be set (then ``PRAGMA max_page_count`` caps it)."""
     if os.environ.get("AGENTSYNTH_SQL_ROW_LOG", "1") == "0":
         return None
     try:
@@ -288,9 +289,13 @@ def _preupdate_api() -> Any:
         total.restype, total.argtypes = ctypes.c_int, [ctypes.c_void_p]
         autocommit = lib.sqlite3_get_autocommit
         autocommit.restype, autocommit.argtypes = ctypes.c_int, [ctypes.c_void_p]
+        file_control = lib.sqlite3_file_control
+        file_control.restype = ctypes.c_int
+        file_control.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int, ctypes.c_void_p]
     except (ImportError, OSError, AttributeError):
         return None
     _INSERT, _UPDATE, _DELETE = sqlite3.SQLITE_INSERT, sqlite3.SQLITE_UPDATE, sqlite3.SQLITE_DELETE
+    _SIZE_LIMIT = 36  # SQLITE_FCNTL_SIZE_LIMIT: the memdb's maximum size (SQLite 3.33+)
     offset = object.__basicsize__  # a Connection's sqlite3* follows its object header (CPython's layout)
 
     def pointer(conn: sqlite3.Connection) -> int:
@@ -334,6 +339,12 @@ def _preupdate_api() -> Any:
         reused by the next connection)."""
         logs.pop(log.db, None)
 
+    def cap(conn: sqlite3.Connection, size: int) -> bool:
+        """Stop the deserialized main database growing past ``size`` bytes (a write past it fails with
+        SQLITE_FULL): what ``PRAGMA max_page_count`` does, without preparing a statement."""
+        limit = ctypes.c_int64(size)
+        return file_control(pointer(conn), b"main", _SIZE_LIMIT, ctypes.byref(limit)) == 0 and limit.value >= size
+
     # the self-check: the pointer read is this connection's (its counters agree), and the hook logs
     # what a handful of statements change, exactly
     try:
@@ -357,10 +368,22 @@ def _preupdate_api() -> Any:
         if seen != {1, 2, 3, 7, 9} or log.broken or conn.total_changes != total(db) or log.tables["t"] != seen \
                 or log.tables.get("u") != {4} or log.reshaped != {"t"}:
             return None
+        capped = sqlite3.connect(":memory:", isolation_level=None)
+        capped.deserialize(conn.serialize())
         conn.close()
+        try:  # the cap holds: a blob bigger than the room left is refused as "database full"
+            room = len(capped.serialize()) + 8192
+            if not cap(capped, room):
+                return install, remove, None
+            capped.execute("INSERT INTO u (w) VALUES (zeroblob(65536))")
+        except sqlite3.Error as exc:
+            full = getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL
+            return install, remove, cap if full and len(capped.serialize()) <= room else None
+        finally:
+            capped.close()
+        return install, remove, None
     except Exception:  # noqa: BLE001 - anything odd: no row log, whole-table scans
         return None
-    return install, remove
 
 
 _row_log_api = _preupdate_api()
@@ -375,6 +398,12 @@ def unwatch_rows(log: RowLog) -> None:
     """Stop logging into ``log`` (before its connection is closed: logs are found by handle)."""
     if _row_log_api is not None:
         _row_log_api[1](log)
+
+
+def cap_size(conn: sqlite3.Connection, size: int) -> bool:
+    """Cap ``conn``'s deserialized main database at ``size`` bytes without a statement; False where
+    SQLite cannot (then ``PRAGMA max_page_count`` is the cap)."""
+    return _row_log_api is not None and _row_log_api[2] is not None and _row_log_api[2](conn, size)
 
 _pristine = threading.local()
 

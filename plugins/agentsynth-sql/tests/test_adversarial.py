@@ -23,6 +23,8 @@ from agentsynth_kernel import (
     run_episode,
 )
 from agentsynth_kernel.testing.adversarial import GENERIC_EXPLOITS, assert_unfarmable, exploits_for
+from agentsynth_sql import env as env_module
+from agentsynth_sql import world as world_module
 from agentsynth_sql.checkers import NoCollateral, SqlAnswer, SqlChecker
 from agentsynth_sql.exploits import sql_exploits
 from agentsynth_sql.world import memory_used, pristine
@@ -307,7 +309,14 @@ def test_the_episode_timeout_bounds_the_checks(tmp_path: Path):
 # --- size limits -------------------------------------------------------------------------------------
 
 
-def test_the_database_and_temp_tables_are_capped(files):
+@pytest.mark.parametrize("how", ["file-limit", "max-page-count"])
+def test_the_database_and_temp_tables_are_capped(files, how, monkeypatch):
+    """The main database is capped by its in-memory file's size limit, or by ``PRAGMA max_page_count``
+    where SQLite cannot set that: the same growth is stopped the same way."""
+    if how == "max-page-count":
+        monkeypatch.setattr(env_module, "cap_size", lambda conn, size: False)
+    else:
+        assert world_module._row_log_api[2] is not None, "this SQLite's in-memory file takes a size limit"
     env = make_env(files, max_db_bytes=1_000_000)
     x(env, "CREATE TABLE junk (b BLOB)")
     obs = [x(env, "INSERT INTO junk SELECT randomblob(300000)") for _ in range(5)]

@@ -14,11 +14,10 @@ import random
 from typing import Any
 
 import pytest
+from test_diff_paths import SCHEMA, SEED, WRITES
 
 from agentsynth_kernel import ToolCall
 from agentsynth_sql.env import SqlEnvironment, SqlEnvSpec
-
-from test_diff_paths import SCHEMA, SEED, WRITES
 
 PRICED = """
 CREATE TABLE priced (id INTEGER PRIMARY KEY, qty INTEGER, price REAL,
