@@ -188,16 +188,44 @@ def _build(key: str, schema_sql: str, base_db: bytes | None, seed_sql: str, fore
         scans = {t: rows for t, (rows, _pk) in scanned.items()}
         virtual = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' "
                                               "AND sql LIKE 'CREATE VIRTUAL TABLE%'")}
-        plain = frozenset(t for t, (_rows, pk) in scanned.items() if pk is None and t not in virtual)
+        # read by rowid (the row log): a table where "rowid" names a column of its own is scanned whole
+        plain = frozenset(t for t, (_rows, pk) in scanned.items()
+                          if pk is None and t not in virtual and rowid_name(columns[t]) == "rowid")
         generated = {t for t in plain if any(c[6] in (2, 3) for c in conn.execute(f"PRAGMA table_xinfo({quote(t)})"))}
         acting = set().union(*dependents.values())  # tables with a foreign key whose action writes them
-        provable = frozenset() if virtual else plain - generated - acting
         triggers = conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'trigger'").fetchone()[0]
+        data = conn.serialize()
+        provable = frozenset() if virtual or triggers else _rewrite_stable(data, plain - generated - acting, scans)
         version = conn.execute("PRAGMA schema_version").fetchone()[0]
-        return Snapshot(key, conn.serialize(), tuple(tables), "\n".join(lines), state, columns,
+        return Snapshot(key, data, tuple(tables), "\n".join(lines), state, columns,
                         {k: frozenset(v) for k, v in dependents.items()}, bool(triggers), version, scans,
                         catalog(conn), sum(len(v) for v in state.values()), rowid_tables=plain,
                         provable=provable)
+    finally:
+        conn.close()
+
+
+def _rewrite_stable(data: bytes, tables: frozenset[str], scans: dict[str, list[tuple[Any, ...]]]) -> frozenset[str]:
+    """The ``tables`` whose rows an UPDATE leaves as they were in every column it does not set. SQLite
+    applies every column's affinity again to a record it rewrites, so a value stored before its column's
+    declared type changed (a seed that edits ``sqlite_master``) changes with any UPDATE of its row: an
+    UPDATE of one column, on a copy, shows it."""
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    try:
+        conn.deserialize(data)
+        stable = []
+        for table in sorted(tables):
+            if not scans[table]:
+                stable.append(table)
+                continue
+            column = quote(table_columns(conn, table)[0])
+            try:
+                conn.execute(f"UPDATE {quote(table)} SET {column} = {column}")
+            except sqlite3.Error:  # the rows break a constraint of their own table: not provable
+                continue
+            if scan(conn, table)[0] == scans[table]:
+                stable.append(table)
+        return frozenset(stable)
     finally:
         conn.close()
 
@@ -564,16 +592,29 @@ def lenient_text(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
 
 
 def _scan(conn: sqlite3.Connection, table: str, limit: int | None) -> tuple[list[tuple[Any, ...]], list[int] | None]:
-    try:
-        cur = conn.execute(f"SELECT rowid, * FROM {quote(table)}")
-        pk = None
-    except sqlite3.OperationalError as exc:  # WITHOUT ROWID: key by the primary key
-        if "rowid" not in str(exc):
-            raise
-        info = _selected_columns(conn, table)  # indexes into SELECT *'s values
-        pk = [i for i, c in enumerate(info) if c[5]] or list(range(len(info)))
-        cur = conn.execute(f"SELECT * FROM {quote(table)}")
+    info = _selected_columns(conn, table)  # indexes into SELECT *'s values
+    name = rowid_name(c[1] for c in info)
+    if name is not None:
+        try:
+            cur = conn.execute(f"SELECT {name}, * FROM {quote(table)}")
+            return (cur.fetchall() if limit is None else cur.fetchmany(limit)), None
+        except sqlite3.OperationalError as exc:
+            if f"no such column: {name}" not in str(exc):
+                raise
+    # WITHOUT ROWID: key by the primary key (by every column where no name reaches the rowid)
+    pk = [i for i, c in enumerate(info) if c[5]] or list(range(len(info)))
+    cur = conn.execute(f"SELECT * FROM {quote(table)}")
     return (cur.fetchall() if limit is None else cur.fetchmany(limit)), pk
+
+
+ROWID_NAMES = ("rowid", "oid", "_rowid_")
+
+
+def rowid_name(columns: Iterable[str]) -> str | None:
+    """The name that reaches a table's rowid: the first of SQLite's spellings (rowid, oid, _rowid_) the
+    table does not declare as a column of its own (a declared one means the column), or None."""
+    declared = {c.lower() for c in columns}
+    return next((n for n in ROWID_NAMES if n not in declared), None)
 
 
 def keyed(rows: list[tuple[Any, ...]], pk: list[int] | None) -> dict[Any, tuple[Any, ...]]:
@@ -847,16 +888,19 @@ _STRUCTURAL = frozenset({"create_table", "drop_table", "unreadable_table", *SCHE
 
 
 def _matching_keys(conn: sqlite3.Connection, table: str, where: str) -> set[Any]:
-    try:
-        return {r[0] for r in conn.execute(f"SELECT rowid FROM {quote(table)} WHERE {where}")}
-    except sqlite3.OperationalError as exc:  # WITHOUT ROWID: key by the primary key
-        if "rowid" not in str(exc):
-            raise
-        info = conn.execute(f"PRAGMA table_info({quote(table)})").fetchall()
-        pk = [c[1] for c in info if c[5]]
-        cols = ", ".join(quote(c) for c in pk)
-        with lenient_text(conn):  # keys as scan() reads them, whatever text the agent stored
-            return {tuple(r) for r in conn.execute(f"SELECT {cols} FROM {quote(table)} WHERE {where}")}
+    """The keys (as :func:`scan` keys rows) of the rows of ``table`` that ``where`` matches."""
+    info = _selected_columns(conn, table)
+    name = rowid_name(c[1] for c in info)
+    if name is not None:
+        try:
+            return {r[0] for r in conn.execute(f"SELECT {name} FROM {quote(table)} WHERE {where}")}
+        except sqlite3.OperationalError as exc:  # WITHOUT ROWID: key by the primary key
+            if f"no such column: {name}" not in str(exc):
+                raise
+    pk = [c[1] for c in info if c[5]] or [c[1] for c in info]
+    cols = ", ".join(quote(c) for c in pk)
+    with lenient_text(conn):  # keys as scan() reads them, whatever text the agent stored
+        return {tuple(r) for r in conn.execute(f"SELECT {cols} FROM {quote(table)} WHERE {where}")}
 
 
 ANYTHING = TableRule(True, True, ("*",))

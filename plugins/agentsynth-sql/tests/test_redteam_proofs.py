@@ -3,9 +3,9 @@
 The claim under attack: whatever an agent runs through ``sql_execute`` / ``sql_query``, the unexpected
 changes ``unexpected_changes()`` reports with the proofs are exactly those of the whole diff judged by
 the rules, and both are the world's real unexpected changes. Every attempt is a test: an attack the
-code defeats asserts the verdict (and that the proofs agree with the whole diff); a hole asserts the
-correct verdict and is marked ``xfail(strict=True)`` until the fix proposed in
-``/tmp/kernel-requests/sql-proofs.patch`` lands.
+code defeats asserts the verdict (and that the proofs agree with the whole diff). The ``test_hole_*``
+tests are the holes this red team found (a changed affinity rewritten by an UPDATE; a column named
+rowid, oid or _rowid_), fixed in world.py: each asserts the correct verdict.
 """
 
 from __future__ import annotations
@@ -403,8 +403,6 @@ AFFINITY_SEED = ("INSERT INTO acct VALUES (1, 'a', 10), (2, 'b', 20);"
                  "PRAGMA writable_schema = OFF;")
 
 
-@pytest.mark.xfail(strict=True, reason="hole: an UPDATE of code re-applies balance's (changed) affinity, 10 -> '10'; "
-                                       "the proof trusts the SET columns and passes it, the whole diff fails it")
 def test_hole_affinity_rewrite_changes_a_column_no_update_names() -> None:
     env = play({"acct": ["code"]}, ["UPDATE acct SET code = 'z' WHERE id = 1"], schema=AFFINITY_SCHEMA,
                seed=AFFINITY_SEED)
@@ -422,8 +420,6 @@ SHADOW_SCHEMA = "CREATE TABLE t (rowid INTEGER, v TEXT);"
 SHADOW_SEED = "INSERT INTO t (rowid, v) VALUES (2, 'keep'), (1, 'edit');"  # real rowid 1: (2, keep); 2: (1, edit)
 
 
-@pytest.mark.xfail(strict=True, reason="hole: a column named rowid: the where keys are its values, not rowids, "
-                                       "so the row outside the where (real rowid 1) is proven allowed")
 def test_hole_rowid_column_where_keys_are_not_rowids() -> None:
     env = play({"t": {"update": ["v"], "where": "v = 'edit'"}}, ["UPDATE t SET v = 'x' WHERE v = 'keep'"],
                schema=SHADOW_SCHEMA, seed=SHADOW_SEED)
@@ -432,8 +428,6 @@ def test_hole_rowid_column_where_keys_are_not_rowids() -> None:
     env.shutdown()
 
 
-@pytest.mark.xfail(strict=True, reason="hole: a column named rowid: the diff reads the logged rowids as that "
-                                       "column's values, reads the wrong row and sees no change at all")
 def test_hole_rowid_column_hides_a_change_from_the_whole_diff() -> None:
     env = play({"t": ["v"]}, ["UPDATE t SET rowid = 99 WHERE v = 'keep'"], schema=SHADOW_SCHEMA, seed=SHADOW_SEED)
     assert env.query("SELECT rowid FROM t ORDER BY _rowid_") == [(99,), (1,)]
@@ -450,8 +444,6 @@ NO_ROWID_SCHEMA = "CREATE TABLE w (rowid TEXT PRIMARY KEY, v TEXT, n INTEGER) WI
 NO_ROWID_SEED = "INSERT INTO w VALUES ('a', 'x', 1), ('b', 'y', 2);"
 
 
-@pytest.mark.xfail(strict=True, reason="hole: a WITHOUT ROWID table with a column named rowid is taken for a rowid "
-                                       "table: the row log's key 0 reads no row, the delete is unseen")
 @pytest.mark.parametrize(("sql", "expected"), [
     ("DELETE FROM w WHERE n = 1", {("w", "delete", ("a",))}),
     ("UPDATE w SET n = 5 WHERE rowid = 'b'", {("w", "update", ("b",))}),
@@ -464,8 +456,6 @@ def test_hole_without_rowid_table_with_a_rowid_column(sql: str, expected: Verdic
     env.shutdown()
 
 
-@pytest.mark.xfail(strict=True, reason="hole: columns named rowid, oid and _rowid_: SELECT rowid reads the column, "
-                                       "the logged rowid 2 reads the row whose column is 2, the change is unseen")
 def test_hole_rowid_table_declaring_every_spelling_of_the_rowid() -> None:
     """Columns named rowid, oid and _rowid_: no SQL reaches the rowid (the fix keys such a table by all
     its columns, as a WITHOUT ROWID table without a primary key). A change no rule allows must be seen."""
@@ -473,5 +463,56 @@ def test_hole_rowid_table_declaring_every_spelling_of_the_rowid() -> None:
                schema="CREATE TABLE t (rowid INTEGER, oid TEXT, _rowid_ TEXT, v TEXT);",
                seed="INSERT INTO t VALUES (2, 'x', 'y', 'a'), (1, 'x', 'y', 'b');")
     assert [c.op for c in env.unexpected_changes()] != []
+    both(env)
+    env.shutdown()
+
+
+# The seed edits sqlite_master (writable_schema) after writing its rows: the connection that built the world
+# keeps the schema it parsed before, so what the world learns from it (generated columns, foreign keys) is
+# not what every episode, opening the bytes afresh, runs under.
+def _edited(schema: str, rows: str, table: str, new_sql: str) -> tuple[str, str]:
+    return schema, (f"{rows} PRAGMA writable_schema = ON; UPDATE sqlite_master SET sql = '{new_sql}' "
+                    f"WHERE name = '{table}'; PRAGMA writable_schema = OFF;")
+
+
+@pytest.mark.xfail(strict=True, reason="hole: a generated column the seed declared through writable_schema is not "
+                                       "seen by the world's build: the table is provable and b's change passes")
+def test_hole_generated_column_declared_after_the_rows() -> None:
+    schema, seed = _edited("CREATE TABLE g (id INTEGER PRIMARY KEY, a INTEGER, b INTEGER);",
+                           "INSERT INTO g VALUES (1, 1, 2), (2, 2, 4);", "g",
+                           "CREATE TABLE g (id INTEGER PRIMARY KEY, a INTEGER, b INTEGER GENERATED ALWAYS AS (a * 2) STORED)")
+    env = play({"g": ["a"]}, ["UPDATE g SET a = 5 WHERE id = 1"], schema=schema, seed=seed)
+    assert env.query("SELECT b FROM g WHERE id = 1") == [(10,)]  # episodes run the edited schema
+    assert verdict(env) == {("g", "update", 1)}
+    both(env)
+    env.shutdown()
+
+
+def test_foreign_key_action_declared_after_the_rows_is_still_caught() -> None:
+    """The build does not see the cascade (pets stays provable), but SQLite authorizes the cascade's UPDATE
+    of pets.owner when it prepares the parent's UPDATE: sandbox.updated names owner, the proof fails."""
+    schema, seed = _edited(
+        "CREATE TABLE owners (id INTEGER PRIMARY KEY, name TEXT); CREATE TABLE pets (id INTEGER PRIMARY KEY, "
+        "owner INTEGER, name TEXT);", "INSERT INTO owners VALUES (1, 'o1'), (2, 'o2'); "
+        "INSERT INTO pets VALUES (1, 1, 'p1'), (2, 2, 'p2');", "pets",
+        "CREATE TABLE pets (id INTEGER PRIMARY KEY, owner INTEGER REFERENCES owners(id) ON UPDATE CASCADE, name TEXT)")
+    env = play({"owners": "*", "pets": ["name"]},
+               ["UPDATE pets SET name = 'n' WHERE id = 1", "UPDATE owners SET id = 9 WHERE id = 1"],
+               schema=schema, seed=seed)
+    assert env.query("SELECT owner FROM pets WHERE id = 1") == [(9,)]  # the cascade ran
+    assert env.sandbox.updated["pets"] == {"name", "owner"}
+    assert verdict(env) == {("pets", "update", 1)}
+    both(env)
+    env.shutdown()
+
+
+def test_a_generated_column_between_columns_keeps_the_labels() -> None:
+    """SELECT * returns the generated column in its place: the change of the column after it is that
+    column's (PRAGMA table_info, which leaves generated columns out, labelled it wrongly)."""
+    env = play({"m": ["a"]}, ["UPDATE m SET b = 'changed' WHERE id = 1"],
+               schema="CREATE TABLE m (id INTEGER PRIMARY KEY, a INTEGER, g INTEGER GENERATED ALWAYS AS (a + 1), b TEXT);",
+               seed="INSERT INTO m (id, a, b) VALUES (1, 1, 'x');")
+    assert [(c.key, c.columns, c.after) for c in env.unexpected_changes()] == [(1, ("b",), {"id": 1, "a": 1, "g": 2,
+                                                                                            "b": "changed"})]
     both(env)
     env.shutdown()
