@@ -1,8 +1,9 @@
 """CPU of the collateral check on a big table: the row log against whole-table scans.
 
 A 100,000-row table, one row updated by the agent, the check of ``allowed_changes`` (the diff and the
-rules). With SQLite's pre-update hook the diff reads the changed row only; without it (the fallback, and
-the code before the row log) it reads the whole table. Both in the same run, best of ``--trials``; the
+rules). With SQLite's pre-update hook the check proves this update allowed without reading a row (or, where
+it cannot, reads the changed row only); without it (the fallback, and the code before the row log) it
+reads the whole table. Both in the same run, best of ``--trials``; the
 machine load is recorded.
 
     python plugins/agentsynth-sql/bench/bench_big_table.py [--rows 100000] [--trials 5] [--out FILE]
