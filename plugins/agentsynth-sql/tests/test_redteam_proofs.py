@@ -516,3 +516,32 @@ def test_a_generated_column_between_columns_keeps_the_labels() -> None:
                                                                                             "b": "changed"})]
     both(env)
     env.shutdown()
+
+
+SPELLINGS: list[tuple[str, str, str, dict[str, Any], str, Verdict]] = [
+    # only oid declared: rowid still reaches the rowid (the row log's path, and the proofs)
+    ("oid-column", "CREATE TABLE t (oid INTEGER, v TEXT);", "INSERT INTO t VALUES (2, 'keep'), (1, 'edit');",
+     {"t": {"update": ["v"], "where": "v = 'edit'"}}, "UPDATE t SET v = 'x' WHERE v = 'keep'", {("t", "update", 1)}),
+    ("upper-case-rowid-column", "CREATE TABLE t (ROWID INTEGER, v TEXT);",
+     "INSERT INTO t VALUES (2, 'keep'), (1, 'edit');", {"t": {"update": ["v"], "where": "v = 'edit'"}},
+     "UPDATE t SET v = 'x' WHERE v = 'keep'", {("t", "update", 1)}),
+    ("rowid-and-oid-columns", "CREATE TABLE t (rowid INTEGER, oid INTEGER, v TEXT);",
+     "INSERT INTO t VALUES (2, 2, 'keep'), (1, 1, 'edit');", {"t": ["v"]}, "UPDATE t SET oid = 7 WHERE v = 'keep'",
+     {("t", "update", 1)}),
+    ("without-rowid-oid-column", "CREATE TABLE w (oid TEXT PRIMARY KEY, v TEXT) WITHOUT ROWID;",
+     "INSERT INTO w VALUES ('a', 'x'), ('b', 'y');", {"w": ["v"]}, "DELETE FROM w WHERE oid = 'a'",
+     {("w", "delete", ("a",))}),
+    ("without-rowid-every-spelling", "CREATE TABLE w (rowid TEXT, oid TEXT, _rowid_ TEXT, v TEXT, "
+     "PRIMARY KEY (rowid, oid)) WITHOUT ROWID;", "INSERT INTO w VALUES ('a', 'b', 'c', 'x'), ('d', 'e', 'f', 'y');",
+     {"w": ["v"]}, "UPDATE w SET _rowid_ = 'z' WHERE v = 'y'", {("w", "update", ("d", "e"))}),
+]
+
+
+@pytest.mark.parametrize(("schema", "seed", "rules", "sql", "expected"), [s[1:] for s in SPELLINGS],
+                         ids=[s[0] for s in SPELLINGS])
+def test_columns_named_like_the_rowid(schema: str, seed: str, rules: dict[str, Any], sql: str,
+                                      expected: Verdict) -> None:
+    env = play(rules, [sql], schema=schema, seed=seed)
+    assert verdict(env) == expected
+    both(env)
+    env.shutdown()
