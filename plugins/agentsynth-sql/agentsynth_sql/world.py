@@ -166,6 +166,15 @@ def _build(key: str, schema_sql: str, base_db: bytes | None, seed_sql: str, fore
             raise ValueError(f"building the world failed: {exc}") from None
         if conn.in_transaction:
             conn.execute("COMMIT")
+        # what every episode opens: the bytes, parsed afresh (a seed that edited sqlite_master through
+        # writable_schema leaves this connection on the schema it had parsed before: generated columns,
+        # foreign keys and declared types read from it would not be the episodes')
+        data = conn.serialize()
+        conn.close()
+        conn = sqlite3.connect(":memory:", isolation_level=None)
+        conn.deserialize(data)
+        if foreign_keys:
+            conn.execute("PRAGMA foreign_keys = ON")
         tables = list_tables(conn)
         columns = {t: table_columns(conn, t) for t in tables}
         lines = []
