@@ -189,7 +189,7 @@ class SqlEnvironment:
         self.conn = open_copy(self.snapshot, foreign_keys=s.foreign_keys, check_same_thread=False,
                               max_value=s.max_value_bytes)
         self.rows = None  # logged from the first writing call on (_cap_size)
-        self._capped = False  # max_page_count is set before the agent's first writing statement
+        self._capped = False  # the size cap and the row log are set before the agent's first writing call
         self.allowed.check_against(self.snapshot, self.conn)
         self._start_marks = (self.conn.total_changes, self.snapshot.schema_version)
         sandbox = self.sandbox
@@ -534,7 +534,7 @@ class SqlEnvironment:
         """``(tables, complete, rows)``: the tables whose changes the rules allow without reading a row of
         them, whether they are all the diff would read, and how many rows of theirs were logged.
 
-        A table is proven when the row log says every row of its the agent changed was updated in place
+        A table is proven when the row log says every row of it the agent changed was updated in place
         (no insert, delete or rowid move), the authorizer saw every column the agent's UPDATEs of it
         could set, and the table's rule allows those columns on the rows its ``where`` matched at the
         start. None is in a world where something else can write a row (DDL, triggers, foreign-key

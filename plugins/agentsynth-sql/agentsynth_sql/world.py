@@ -203,7 +203,6 @@ def _build(key: str, schema_sql: str, base_db: bytes | None, seed_sql: str, fore
         generated = {t for t in plain if any(c[6] in (2, 3) for c in conn.execute(f"PRAGMA table_xinfo({quote(t)})"))}
         acting = set().union(*dependents.values())  # tables with a foreign key whose action writes them
         triggers = conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'trigger'").fetchone()[0]
-        data = conn.serialize()
         provable = frozenset() if virtual or triggers else _rewrite_stable(data, plain - generated - acting, scans)
         version = conn.execute("PRAGMA schema_version").fetchone()[0]
         return Snapshot(key, data, tuple(tables), "\n".join(lines), state, columns,
