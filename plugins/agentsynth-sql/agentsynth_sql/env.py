@@ -192,9 +192,7 @@ class SqlEnvironment:
         self._capped = False  # the size cap and the row log are set before the agent's first writing call
         self.allowed.check_against(self.snapshot, self.conn)
         self._start_marks = (self.conn.total_changes, self.snapshot.schema_version)
-        sandbox = self.sandbox
-        sandbox.written, sandbox.updated, sandbox.inserted = set(), {}, set()
-        sandbox.schema_touched = sandbox.analyzed = False
+        self.sandbox.new_episode()
         if self.budget.deadline is not None or self.budget.cancelled:  # used: the checks of a new episode get their own
             self.budget = CheckBudget(s.check_seconds, s.statement_memory)
         self._changes = self._unexpected = None
@@ -543,30 +541,31 @@ class SqlEnvironment:
         log, snap, sandbox = self.rows, self.snapshot, self.sandbox
         if log is None or log.broken or snap is None or not self._end_live or snap.has_triggers:
             return frozenset(), False, 0
-        rules, updated = self.allowed.rules, sandbox.updated
-        proven: list[str] = []
-        complete, rows = True, 0
-        for table, keys in log.tables.items():
-            rule = rules.get(table)
-            if rule is None or table not in snap.provable or table in log.overflow:
-                complete = False
-                continue
-            if rule != ANYTHING:
-                columns = updated.get(table)
-                if (table in log.reshaped or table in sandbox.inserted or not columns or rule.update is None
-                        or not ("*" in rule.update or columns.issubset(rule.update))):
-                    complete = False
-                    continue
-                if rule.where is not None:
-                    matched = snap.start_keys.get((table, rule.where))
-                    if matched is None or not keys <= matched:
-                        complete = False
-                        continue
-            proven.append(table)
-            rows += len(keys)
+        proven = [t for t, keys in log.tables.items() if self._allowed_unread(t, keys)]
+        complete = len(proven) == len(log.tables)
+        rows = sum(len(log.tables[t]) for t in proven)
         if complete:  # the diff would also scan a written table that is not a rowid table (or a dependent)
             complete = all(t in snap.rowid_tables for t in snap.affected(sandbox.written) if t in snap.state)
         return frozenset(proven), complete, rows
+
+    def _allowed_unread(self, table: str, keys: set[int]) -> bool:
+        """Whether every change of ``table``'s logged rows ``keys`` is allowed, known without reading them
+        (see :meth:`_proven`)."""
+        log, snap, sandbox = self.rows, self.snapshot, self.sandbox
+        assert log is not None and snap is not None
+        rule = self.allowed.rules.get(table)
+        if rule is None or table not in snap.provable or table in log.overflow:
+            return False
+        if rule == ANYTHING:
+            return True
+        columns = sandbox.updated.get(table)
+        if (table in log.reshaped or table in sandbox.inserted or not columns or rule.update is None
+                or not ("*" in rule.update or columns.issubset(rule.update))):
+            return False
+        if rule.where is None:
+            return True
+        matched = snap.start_keys.get((table, rule.where))
+        return matched is not None and keys <= matched
 
     def _diff(self, conn: sqlite3.Connection, snap: Snapshot, skip: frozenset[str] = frozenset()) -> list[Change]:
         schema = schema_changes(snap.catalog, self._end_catalog)

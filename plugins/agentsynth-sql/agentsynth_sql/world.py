@@ -200,7 +200,7 @@ def _build(key: str, schema_sql: str, base_db: bytes | None, seed_sql: str, fore
         # read by rowid (the row log): a table where "rowid" names a column of its own is scanned whole
         plain = frozenset(t for t, (_rows, pk) in scanned.items()
                           if pk is None and t not in virtual and rowid_name(columns[t]) == "rowid")
-        generated = {t for t in plain if any(c[6] in (2, 3) for c in conn.execute(f"PRAGMA table_xinfo({quote(t)})"))}
+        generated = {t for t in plain if any(c[6] in (2, 3) for c in _selected_columns(conn, t))}
         acting = set().union(*dependents.values())  # tables with a foreign key whose action writes them
         triggers = conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'trigger'").fetchone()[0]
         provable = frozenset() if virtual or triggers else _rewrite_stable(data, plain - generated - acting, scans)
@@ -1003,6 +1003,11 @@ class Sandbox:
         self.statement_ddl = False  # the statement being prepared does DDL
         self.temp_guard = False  # the temp database is not capped yet: deny (and ask for the cap) on first use
         self.temp_needed = False
+
+    def new_episode(self) -> None:
+        """Forget what the last episode's statements were prepared to do (the world was reset)."""
+        self.written, self.updated, self.inserted = set(), {}, set()
+        self.schema_touched = self.analyzed = False
 
     def arm(self, conn: sqlite3.Connection, readonly: bool) -> None:
         """Install the handlers (setting the authorizer expires every prepared statement, so one kept
